@@ -1,0 +1,50 @@
+#pragma once
+// Reverse-mode autodiff. Every differentiable op, after computing its output,
+// calls record() with its inputs and a closure that maps the output's gradient
+// to one gradient per input. backward() walks the recorded graph in reverse
+// topological order, summing gradients where a tensor is used more than once,
+// and frees each node's closure (and the tensors it saved) unless asked to
+// retain the graph.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/tensor.h"
+
+namespace hkt {
+
+struct Node {
+  using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;
+  std::string op;              // for error messages: "mul", "layer_norm"
+  std::vector<Tensor> inputs;  // the edges of the graph
+  BackwardFn backward;         // null once freed
+  Shape output_shape;
+  bool freed = false;
+};
+
+bool grad_enabled();
+void set_grad_enabled(bool enabled);
+
+// Disables graph recording in a scope, like torch::NoGradGuard.
+class NoGradGuard {
+ public:
+  NoGradGuard() : previous_(grad_enabled()) { set_grad_enabled(false); }
+  ~NoGradGuard() { set_grad_enabled(previous_); }
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// True when an op applied to these inputs must record a node.
+bool needs_grad(const std::vector<Tensor>& inputs);
+
+// Attaches a node to `output` if any input requires grad and recording is on.
+// `backward` returns one tensor per input (undefined for inputs without grad);
+// it runs with recording off.
+void record(const char* op, const std::vector<Tensor>& inputs, Tensor& output, Node::BackwardFn backward);
+
+void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
+
+}  // namespace hkt

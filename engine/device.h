@@ -1,0 +1,21 @@
+#pragma once
+// Where a tensor's storage lives. Only engine/dispatch turns a Device into a
+// kernel or an allocator; ops never branch on it.
+#include <string>
+
+namespace hkt {
+
+enum class DeviceType { CPU, CUDA };
+
+struct Device {
+  DeviceType type = DeviceType::CPU;
+  int index = 0;
+
+  static Device cpu() { return {DeviceType::CPU, 0}; }
+  static Device cuda(int index = 0) { return {DeviceType::CUDA, index}; }
+
+  bool operator==(const Device& other) const = default;
+  std::string str() const;  // "cpu", "cuda:0"
+};
+
+}  // namespace hkt

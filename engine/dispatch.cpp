@@ -1,0 +1,78 @@
+#include "engine/dispatch.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <new>
+#include <utility>
+
+#include "engine/error.h"
+
+namespace hkt::dispatch {
+namespace {
+
+struct Entry {
+  AnyKernel fn;
+  std::type_index signature;
+};
+
+// Function-local statics: registration runs from static initialisers in other
+// translation units, whose order is unspecified.
+std::map<std::pair<std::string, DeviceType>, Entry>& kernel_table() {
+  static std::map<std::pair<std::string, DeviceType>, Entry> table;
+  return table;
+}
+
+std::map<DeviceType, Allocator>& allocator_table() {
+  static std::map<DeviceType, Allocator> table;
+  return table;
+}
+
+const char* device_type_name(DeviceType type) { return type == DeviceType::CPU ? "cpu" : "cuda"; }
+
+// CPU memory is 64-byte aligned so that vector loads never split a cache line.
+void* cpu_allocate(size_t nbytes, int) {
+  size_t rounded = (nbytes + 63) / 64 * 64;
+  void* data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (data == nullptr) fail("cpu allocator: out of memory allocating ", nbytes, " bytes");
+  return data;
+}
+void cpu_deallocate(void* data, int) { std::free(data); }
+void cpu_copy(void* to, const void* from, size_t nbytes, int) {
+  if (nbytes > 0) std::memcpy(to, from, nbytes);
+}
+
+const bool cpu_allocator_registered = [] {
+  register_allocator(DeviceType::CPU, {cpu_allocate, cpu_deallocate, cpu_copy, cpu_copy, cpu_copy});
+  return true;
+}();
+
+}  // namespace
+
+void register_kernel(const std::string& op, DeviceType device, AnyKernel fn, std::type_index signature) {
+  kernel_table().insert_or_assign({op, device}, Entry{fn, signature});
+}
+
+bool has_kernel(const std::string& op, DeviceType device) { return kernel_table().count({op, device}) > 0; }
+
+AnyKernel find_kernel(const std::string& op, Device device, std::type_index signature) {
+  auto it = kernel_table().find({op, device.type});
+  if (it == kernel_table().end()) fail(op, ": no kernel for device ", device.str());
+  if (it->second.signature != signature)
+    fail(op, ": kernel for ", device_type_name(device.type), " was registered with a different signature");
+  return it->second.fn;
+}
+
+void register_allocator(DeviceType device, Allocator allocator) { allocator_table()[device] = allocator; }
+
+const Allocator& allocator(Device device) {
+  (void)cpu_allocator_registered;
+  auto it = allocator_table().find(device.type);
+  if (it == allocator_table().end())
+    fail("device ", device.str(), " is not available: this build has no ", device_type_name(device.type),
+         " backend (configure with -DHKT_CUDA=ON on a machine with the CUDA toolkit)");
+  return it->second;
+}
+
+}  // namespace hkt::dispatch

@@ -1,0 +1,56 @@
+#pragma once
+// The one place that knows devices: op × device → kernel, device → allocator.
+//
+// Each ops/<family>.cpp registers its CPU kernels with HKT_REGISTER_KERNEL;
+// cuda/<family>.cu registers the CUDA ones under the same op names. An op
+// looks its kernel up by name and by the device of its inputs:
+//
+//   auto* add = dispatch::kernel<BinaryKernel>("add", a.device());
+//
+// A lookup checks the kernel's signature, so a mismatch is an Error, not UB.
+#include <cstddef>
+#include <string>
+#include <typeindex>
+#include <typeinfo>
+
+#include "engine/device.h"
+
+namespace hkt::dispatch {
+
+using AnyKernel = void (*)();
+
+void register_kernel(const std::string& op, DeviceType device, AnyKernel fn, std::type_index signature);
+AnyKernel find_kernel(const std::string& op, Device device, std::type_index signature);
+bool has_kernel(const std::string& op, DeviceType device);
+
+template <class Fn>
+Fn* kernel(const std::string& op, Device device) {
+  return reinterpret_cast<Fn*>(find_kernel(op, device, typeid(Fn)));
+}
+
+// Memory of one device type: allocate, free, copy bytes to and from the host.
+struct Allocator {
+  void* (*allocate)(size_t nbytes, int device_index);
+  void (*deallocate)(void* data, int device_index);
+  void (*copy_to_host)(void* host, const void* data, size_t nbytes, int device_index);
+  void (*copy_from_host)(void* data, const void* host, size_t nbytes, int device_index);
+  void (*copy_on_device)(void* to, const void* from, size_t nbytes, int device_index);
+};
+
+void register_allocator(DeviceType device, Allocator allocator);
+const Allocator& allocator(Device device);
+
+struct KernelRegistrar {
+  template <class Fn>
+  KernelRegistrar(const char* op, DeviceType device, Fn* fn) {
+    register_kernel(op, device, reinterpret_cast<AnyKernel>(fn), typeid(Fn));
+  }
+};
+
+}  // namespace hkt::dispatch
+
+#define HKT_CONCAT_INNER(a, b) a##b
+#define HKT_CONCAT(a, b) HKT_CONCAT_INNER(a, b)
+// Registers a kernel at load time; fn's type is the signature callers must ask for.
+#define HKT_REGISTER_KERNEL(op, device, fn) \
+  static const ::hkt::dispatch::KernelRegistrar HKT_CONCAT(hkt_kernel_registrar_, __COUNTER__)(op, device, fn)

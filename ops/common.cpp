@@ -1,0 +1,69 @@
+#include "ops/common.h"
+
+#include <sstream>
+
+namespace hkt {
+namespace {
+
+std::string describe(std::initializer_list<Tensor> tensors) {
+  std::ostringstream out;
+  bool first = true;
+  for (const Tensor& t : tensors) {
+    out << (first ? "" : ", ") << t.str() << " on " << t.device().str();
+    first = false;
+  }
+  return out.str();
+}
+
+}  // namespace
+
+void check_defined(const char* op, const Tensor& t, const char* what) {
+  check(t.defined(), op, ": ", what, " is an undefined tensor");
+}
+
+void check_floating(const char* op, const Tensor& t) {
+  check_defined(op, t);
+  check(is_floating(t.dtype()), op, ": expected a float32 or float64 tensor, got ", t.str());
+}
+
+void check_index(const char* op, const Tensor& t) {
+  check_defined(op, t, "index");
+  check(t.dtype() == DType::Int32 || t.dtype() == DType::Int64, op,
+        ": expected an int32 or int64 index tensor, got ", t.str());
+}
+
+void check_same_device(const char* op, std::initializer_list<Tensor> tensors) {
+  for (const Tensor& t : tensors) check_defined(op, t);
+  const Tensor& first = *tensors.begin();
+  for (const Tensor& t : tensors)
+    check(t.device() == first.device(), op, ": tensors on different devices: ", describe(tensors));
+}
+
+void check_compatible(const char* op, std::initializer_list<Tensor> tensors) {
+  check_same_device(op, tensors);
+  const Tensor& first = *tensors.begin();
+  for (const Tensor& t : tensors)
+    check(t.dtype() == first.dtype(), op, ": dtypes differ: ", describe(tensors));
+}
+
+void check_nonempty(const char* op, const Tensor& t) {
+  check(t.numel() > 0, op, ": empty tensor of shape ", shape_str(t.shape()));
+}
+
+int64_t normalize_axis(const char* op, int64_t axis, const Shape& shape) {
+  int64_t rank = static_cast<int64_t>(shape.size());
+  check(axis >= -rank && axis < rank, op, ": axis ", axis, " out of range for shape ", shape_str(shape));
+  return axis < 0 ? axis + rank : axis;
+}
+
+AxisSplit split_at_axis(const Shape& shape, int64_t axis) {
+  AxisSplit split;
+  for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
+    if (i < axis) split.outer *= shape[i];
+    else if (i == axis) split.extent = shape[i];
+    else split.inner *= shape[i];
+  }
+  return split;
+}
+
+}  // namespace hkt

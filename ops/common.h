@@ -1,0 +1,53 @@
+#pragma once
+// Shared by the op families: argument checks whose messages name the op and
+// the shapes, dtype visitors for templated CPU kernels, axis helpers.
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "engine/autograd.h"
+#include "engine/tensor.h"
+
+// Small tensors stay on one thread: an OpenMP fork costs more than the work.
+#define HKT_OMP_MIN_WORK 32768
+
+namespace hkt {
+
+// Calls fn(T{}) with T = float or double for the tensor's floating dtype.
+template <class Fn>
+void visit_floating(const char* op, DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::Float32: fn(float{}); return;
+    case DType::Float64: fn(double{}); return;
+    default: fail(op, ": expected a float32 or float64 tensor, got ", dtype_name(dtype));
+  }
+}
+
+// Calls fn(I{}) with I = int32_t or int64_t for an index tensor.
+template <class Fn>
+void visit_index(const char* op, DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::Int32: fn(int32_t{}); return;
+    case DType::Int64: fn(int64_t{}); return;
+    default: fail(op, ": expected an int32 or int64 index tensor, got ", dtype_name(dtype));
+  }
+}
+
+void check_defined(const char* op, const Tensor& t, const char* what = "input");
+void check_floating(const char* op, const Tensor& t);
+void check_index(const char* op, const Tensor& t);
+// Same dtype and device for every tensor; the message lists them all.
+void check_compatible(const char* op, std::initializer_list<Tensor> tensors);
+void check_same_device(const char* op, std::initializer_list<Tensor> tensors);
+void check_nonempty(const char* op, const Tensor& t);
+
+// Maps axis in [-rank, rank) to [0, rank); throws naming the op and shape.
+int64_t normalize_axis(const char* op, int64_t axis, const Shape& shape);
+
+// A shape seen as [outer, extent, inner] around one axis.
+struct AxisSplit {
+  int64_t outer = 1, extent = 1, inner = 1;
+};
+AxisSplit split_at_axis(const Shape& shape, int64_t axis);
+
+}  // namespace hkt

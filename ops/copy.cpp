@@ -1,0 +1,73 @@
+#include "ops/copy.h"
+
+#include <vector>
+
+#include "engine/dispatch.h"
+#include "ops/common.h"
+
+namespace hkt {
+
+using CastKernel = void(const Tensor& x, Tensor& out);
+
+template <class From, class To>
+void cast_loop(const Tensor& x, Tensor& out) {
+  const From* px = static_cast<const From*>(x.raw_data());
+  To* po = static_cast<To*>(out.raw_data());
+  const int64_t n = x.numel();
+#pragma omp parallel for if (n > HKT_OMP_MIN_WORK)
+  for (int64_t i = 0; i < n; ++i) po[i] = static_cast<To>(px[i]);
+}
+
+template <class From>
+void cast_from(const Tensor& x, Tensor& out) {
+  switch (out.dtype()) {
+    case DType::Float32: cast_loop<From, float>(x, out); break;
+    case DType::Float64: cast_loop<From, double>(x, out); break;
+    case DType::Int32: cast_loop<From, int32_t>(x, out); break;
+    case DType::Int64: cast_loop<From, int64_t>(x, out); break;
+  }
+}
+
+void cast_cpu(const Tensor& x, Tensor& out) {
+  switch (x.dtype()) {
+    case DType::Float32: cast_from<float>(x, out); break;
+    case DType::Float64: cast_from<double>(x, out); break;
+    case DType::Int32: cast_from<int32_t>(x, out); break;
+    case DType::Int64: cast_from<int64_t>(x, out); break;
+  }
+}
+
+HKT_REGISTER_KERNEL("cast", DeviceType::CPU, cast_cpu);
+
+Tensor copy(const Tensor& x) {
+  check_defined("copy", x);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  dispatch::allocator(x.device()).copy_on_device(out.raw_data(), x.raw_data(), x.nbytes(), x.device().index);
+  record("copy", {x}, out, [](const Tensor& g) -> std::vector<Tensor> { return {g}; });
+  return out;
+}
+
+Tensor cast(const Tensor& x, DType dtype) {
+  check_defined("cast", x);
+  if (x.dtype() == dtype) return x;
+  check(!x.requires_grad() || is_floating(dtype), "cast: ", x.str(), " requires grad and cannot be cast to ",
+        dtype_name(dtype), " (gradients flow only between floating types)");
+  Tensor out = Tensor::empty(x.shape(), dtype, x.device());
+  dispatch::kernel<CastKernel>("cast", x.device())(x, out);
+  record("cast", {x}, out, [from = x.dtype()](const Tensor& g) -> std::vector<Tensor> { return {cast(g, from)}; });
+  return out;
+}
+
+Tensor copy_to_device(const Tensor& x, Device device) {
+  check_defined("to", x);
+  if (x.device() == device) return x;
+  std::vector<unsigned char> host(x.nbytes());
+  const auto& source = dispatch::allocator(x.device());
+  const auto& target = dispatch::allocator(device);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), device);
+  source.copy_to_host(host.data(), x.raw_data(), host.size(), x.device().index);
+  target.copy_from_host(out.raw_data(), host.data(), host.size(), device.index);
+  return out;
+}
+
+}  // namespace hkt

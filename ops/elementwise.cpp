@@ -1,0 +1,209 @@
+// Elementwise ops: forward, backward and CPU kernels. Scalar math lives in
+// elementwise_math.h so that the CUDA kernels share it.
+#include "ops/elementwise.h"
+
+#include "engine/dispatch.h"
+#include "ops/broadcast.h"
+#include "ops/common.h"
+#include "ops/elementwise_math.h"
+#include "ops/reduce.h"
+
+namespace hkt {
+
+using BinaryKernel = void(const Tensor& a, const Tensor& b, Tensor& out);
+using UnaryKernel = void(const Tensor& x, double param, Tensor& out);
+using UnaryBackwardKernel = void(const Tensor& x, const Tensor& y, const Tensor& grad_out, double param,
+                                 Tensor& grad_in);
+using BroadcastKernel = void(const Tensor& x, Tensor& out);
+
+std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+  std::vector<int64_t> strides(out.size(), 0);
+  int64_t stride = 1;
+  for (int64_t i = static_cast<int64_t>(in.size()) - 1, j = static_cast<int64_t>(out.size()) - 1; i >= 0; --i, --j) {
+    strides[j] = in[i] == 1 ? 0 : stride;
+    stride *= in[i];
+  }
+  return strides;
+}
+
+Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
+  Shape out(std::max(a.size(), b.size()));
+  for (size_t k = 0; k < out.size(); ++k) {
+    int64_t ea = k < a.size() ? a[a.size() - 1 - k] : 1;
+    int64_t eb = k < b.size() ? b[b.size() - 1 - k] : 1;
+    check(ea == eb || ea == 1 || eb == 1, op, ": shapes ", shape_str(a), " and ", shape_str(b),
+          " cannot be broadcast together");
+    out[out.size() - 1 - k] = ea == 1 ? eb : ea;
+  }
+  return out;
+}
+
+// ---- CPU kernels ----------------------------------------------------------
+
+template <class Op>
+void binary_cpu(const Tensor& a, const Tensor& b, Tensor& out) {
+  visit_floating("binary", out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pa = static_cast<const T*>(a.raw_data());
+    const T* pb = static_cast<const T*>(b.raw_data());
+    T* po = static_cast<T*>(out.raw_data());
+    auto sa = broadcast_strides(a.shape(), out.shape()), sb = broadcast_strides(b.shape(), out.shape());
+    const int64_t length = out.dim() == 0 ? 1 : out.shape().back();
+    const int64_t step_a = out.dim() == 0 ? 0 : sa.back(), step_b = out.dim() == 0 ? 0 : sb.back();
+    for_each_broadcast_row(out.shape(), sa, sb, [&](int64_t row, int64_t offset_a, int64_t offset_b) {
+      T* o = po + row * length;
+      for (int64_t j = 0; j < length; ++j) o[j] = Op::apply(pa[offset_a + j * step_a], pb[offset_b + j * step_b]);
+    });
+  });
+}
+
+void broadcast_cpu(const Tensor& x, Tensor& out) {
+  visit_floating("broadcast_to", out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x.raw_data());
+    T* po = static_cast<T*>(out.raw_data());
+    auto sx = broadcast_strides(x.shape(), out.shape());
+    const int64_t length = out.dim() == 0 ? 1 : out.shape().back();
+    const int64_t step = out.dim() == 0 ? 0 : sx.back();
+    for_each_broadcast_row(out.shape(), sx, sx, [&](int64_t row, int64_t offset, int64_t) {
+      for (int64_t j = 0; j < length; ++j) po[row * length + j] = px[offset + j * step];
+    });
+  });
+}
+
+template <class Op>
+void unary_cpu(const Tensor& x, double param, Tensor& out) {
+  visit_floating("unary", out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x.raw_data());
+    T* po = static_cast<T*>(out.raw_data());
+    const int64_t n = out.numel();
+    const T p = static_cast<T>(param);
+#pragma omp parallel for if (n > HKT_OMP_MIN_WORK)
+    for (int64_t i = 0; i < n; ++i) po[i] = Op::forward(px[i], p);
+  });
+}
+
+template <class Op>
+void unary_backward_cpu(const Tensor& x, const Tensor& y, const Tensor& grad_out, double param, Tensor& grad_in) {
+  visit_floating("unary_backward", grad_in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x.raw_data());
+    const T* py = static_cast<const T*>(y.raw_data());
+    const T* pg = static_cast<const T*>(grad_out.raw_data());
+    T* pi = static_cast<T*>(grad_in.raw_data());
+    const int64_t n = grad_in.numel();
+    const T p = static_cast<T>(param);
+#pragma omp parallel for if (n > HKT_OMP_MIN_WORK)
+    for (int64_t i = 0; i < n; ++i) pi[i] = Op::backward(px[i], py[i], pg[i], p);
+  });
+}
+
+HKT_REGISTER_KERNEL("add", DeviceType::CPU, binary_cpu<math::Add>);
+HKT_REGISTER_KERNEL("sub", DeviceType::CPU, binary_cpu<math::Sub>);
+HKT_REGISTER_KERNEL("mul", DeviceType::CPU, binary_cpu<math::Mul>);
+HKT_REGISTER_KERNEL("div", DeviceType::CPU, binary_cpu<math::Div>);
+HKT_REGISTER_KERNEL("broadcast_to", DeviceType::CPU, broadcast_cpu);
+
+#define HKT_REGISTER_UNARY(name, Op)                                  \
+  HKT_REGISTER_KERNEL(name, DeviceType::CPU, unary_cpu<math::Op>); \
+  HKT_REGISTER_KERNEL(name "_backward", DeviceType::CPU, unary_backward_cpu<math::Op>)
+HKT_REGISTER_UNARY("neg", Neg);
+HKT_REGISTER_UNARY("exp", Exp);
+HKT_REGISTER_UNARY("log", Log);
+HKT_REGISTER_UNARY("tanh", Tanh);
+HKT_REGISTER_UNARY("sigmoid", Sigmoid);
+HKT_REGISTER_UNARY("relu", Relu);
+HKT_REGISTER_UNARY("gelu", Gelu);
+HKT_REGISTER_UNARY("sqrt", Sqrt);
+HKT_REGISTER_UNARY("pow", Pow);
+
+// ---- ops ------------------------------------------------------------------
+
+namespace {
+
+Tensor binary(const char* op, const Tensor& a, const Tensor& b) {
+  check_floating(op, a);
+  check_floating(op, b);
+  check_compatible(op, {a, b});
+  Tensor out = Tensor::empty(broadcast_shapes(op, a.shape(), b.shape()), a.dtype(), a.device());
+  dispatch::kernel<BinaryKernel>(op, a.device())(a, b, out);
+  return out;
+}
+
+// The local derivatives of a binary op, before summing over broadcast axes.
+Tensor binary_with_grad(const char* op, const Tensor& a, const Tensor& b,
+                        std::function<std::pair<Tensor, Tensor>(const Tensor& g)> local_grads) {
+  Tensor out = binary(op, a, b);
+  record(op, {a, b}, out, [local_grads, shape_a = a.shape(), shape_b = b.shape(), ra = a.requires_grad(),
+                           rb = b.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
+    auto [ga, gb] = local_grads(g);
+    return {ra ? sum_to(ga, shape_a) : Tensor(), rb ? sum_to(gb, shape_b) : Tensor()};
+  });
+  return out;
+}
+
+Tensor unary(const char* op, const Tensor& x, double param = 0.0) {
+  check_floating(op, x);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  dispatch::kernel<UnaryKernel>(op, x.device())(x, param, out);
+  record(op, {x}, out, [op, x = x.detach(), y = out.detach(), param](const Tensor& g) -> std::vector<Tensor> {
+    Tensor grad_in = Tensor::empty(x.shape(), x.dtype(), x.device());
+    dispatch::kernel<UnaryBackwardKernel>(std::string(op) + "_backward", x.device())(x, y, g, param, grad_in);
+    return {grad_in};
+  });
+  return out;
+}
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  return binary_with_grad("add", a, b, [](const Tensor& g) { return std::pair{g, g}; });
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  return binary_with_grad("sub", a, b, [](const Tensor& g) { return std::pair{g, neg(g)}; });
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  Tensor da = a.detach(), db = b.detach();
+  return binary_with_grad("mul", a, b, [da, db](const Tensor& g) { return std::pair{mul(g, db), mul(g, da)}; });
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  Tensor da = a.detach(), db = b.detach();
+  return binary_with_grad("div", a, b, [da, db](const Tensor& g) {
+    Tensor ga = div(g, db);
+    return std::pair{ga, neg(div(mul(ga, da), db))};
+  });
+}
+
+Tensor add(const Tensor& a, double b) {
+  check_defined("add", a);
+  return add(a, Tensor::scalar(b, a.dtype(), a.device()));
+}
+Tensor mul(const Tensor& a, double b) {
+  check_defined("mul", a);
+  return mul(a, Tensor::scalar(b, a.dtype(), a.device()));
+}
+
+Tensor neg(const Tensor& x) { return unary("neg", x); }
+Tensor exp(const Tensor& x) { return unary("exp", x); }
+Tensor log(const Tensor& x) { return unary("log", x); }
+Tensor tanh(const Tensor& x) { return unary("tanh", x); }
+Tensor sigmoid(const Tensor& x) { return unary("sigmoid", x); }
+Tensor relu(const Tensor& x) { return unary("relu", x); }
+Tensor gelu(const Tensor& x) { return unary("gelu", x); }
+Tensor sqrt(const Tensor& x) { return unary("sqrt", x); }
+Tensor pow(const Tensor& x, double exponent) { return unary("pow", x, exponent); }
+
+Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+  check_floating("broadcast_to", x);
+  check(broadcast_shapes("broadcast_to", x.shape(), shape) == shape, "broadcast_to: ", shape_str(x.shape()),
+        " cannot be broadcast to ", shape_str(shape));
+  Tensor out = Tensor::empty(shape, x.dtype(), x.device());
+  dispatch::kernel<BroadcastKernel>("broadcast_to", x.device())(x, out);
+  record("broadcast_to", {x}, out, [shape_x = x.shape()](const Tensor& g) -> std::vector<Tensor> {
+    return {sum_to(g, shape_x)};
+  });
+  return out;
+}
+
+}  // namespace hkt

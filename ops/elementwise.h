@@ -1,0 +1,42 @@
+#pragma once
+// Elementwise ops. Binary ops broadcast as NumPy and PyTorch do (shapes are
+// aligned at the right; an extent of 1 stretches).
+#include "engine/tensor.h"
+
+namespace hkt {
+
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+
+Tensor neg(const Tensor& x);
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor relu(const Tensor& x);
+Tensor gelu(const Tensor& x);  // exact (erf) GELU
+Tensor sqrt(const Tensor& x);
+Tensor pow(const Tensor& x, double exponent);
+
+// A scalar operand becomes a 0-d tensor of x's dtype and device.
+Tensor add(const Tensor& a, double b);
+Tensor mul(const Tensor& a, double b);
+
+// Copies x to `shape` by broadcasting; the backward sums back (sum_to).
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b);
+
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator-(const Tensor& x) { return neg(x); }
+inline Tensor operator+(const Tensor& a, double b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, double b) { return add(a, -b); }
+inline Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
+inline Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
+inline Tensor operator/(const Tensor& a, double b) { return mul(a, 1.0 / b); }
+
+}  // namespace hkt

@@ -1,0 +1,165 @@
+// Reductions. Each output element is summed by one thread in a fixed order,
+// so results do not depend on the thread count.
+#include "ops/reduce.h"
+
+#include <limits>
+
+#include "engine/dispatch.h"
+#include "ops/common.h"
+#include "ops/elementwise.h"
+#include "ops/shape.h"
+
+namespace hkt {
+
+// x viewed as [outer, extent, inner]; out is [outer, inner].
+using ReduceKernel = void(const Tensor& x, AxisSplit split, Tensor& out);
+// max also writes the index of the winner along the axis: [outer, inner] int64.
+using MaxKernel = void(const Tensor& x, AxisSplit split, Tensor& out, Tensor& argmax);
+// grad_in[o, argmax[o, i], i] = grad_out[o, i], zero elsewhere.
+using MaxBackwardKernel = void(const Tensor& grad_out, const Tensor& argmax, AxisSplit split, Tensor& grad_in);
+
+// ---- CPU kernels ----------------------------------------------------------
+
+void sum_cpu(const Tensor& x, AxisSplit split, Tensor& out) {
+  visit_floating("sum", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x.raw_data());
+    T* po = static_cast<T*>(out.raw_data());
+    const int64_t outputs = split.outer * split.inner;
+#pragma omp parallel for if (outputs * split.extent > HKT_OMP_MIN_WORK)
+    for (int64_t index = 0; index < outputs; ++index) {
+      int64_t o = index / split.inner, i = index % split.inner;
+      const T* slice = px + o * split.extent * split.inner + i;
+      T total = 0;
+      for (int64_t k = 0; k < split.extent; ++k) total += slice[k * split.inner];
+      po[index] = total;
+    }
+  });
+}
+
+void max_cpu(const Tensor& x, AxisSplit split, Tensor& out, Tensor& argmax) {
+  visit_floating("max", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x.raw_data());
+    T* po = static_cast<T*>(out.raw_data());
+    int64_t* pa = static_cast<int64_t*>(argmax.raw_data());
+    const int64_t outputs = split.outer * split.inner;
+#pragma omp parallel for if (outputs * split.extent > HKT_OMP_MIN_WORK)
+    for (int64_t index = 0; index < outputs; ++index) {
+      int64_t o = index / split.inner, i = index % split.inner;
+      const T* slice = px + o * split.extent * split.inner + i;
+      T best = slice[0];
+      int64_t best_k = 0;
+      for (int64_t k = 1; k < split.extent; ++k) {
+        // NaN wins, so that a NaN is never hidden by max.
+        if (slice[k * split.inner] > best || (slice[k * split.inner] != slice[k * split.inner] && best == best)) {
+          best = slice[k * split.inner];
+          best_k = k;
+        }
+      }
+      po[index] = best;
+      pa[index] = best_k;
+    }
+  });
+}
+
+void max_backward_cpu(const Tensor& grad_out, const Tensor& argmax, AxisSplit split, Tensor& grad_in) {
+  visit_floating("max_backward", grad_in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* pg = static_cast<const T*>(grad_out.raw_data());
+    const int64_t* pa = static_cast<const int64_t*>(argmax.raw_data());
+    T* pi = static_cast<T*>(grad_in.raw_data());
+    const int64_t outputs = split.outer * split.inner;
+    for (int64_t k = 0; k < grad_in.numel(); ++k) pi[k] = T(0);
+    for (int64_t index = 0; index < outputs; ++index) {
+      int64_t o = index / split.inner, i = index % split.inner;
+      pi[(o * split.extent + pa[index]) * split.inner + i] = pg[index];
+    }
+  });
+}
+
+HKT_REGISTER_KERNEL("sum", DeviceType::CPU, sum_cpu);
+HKT_REGISTER_KERNEL("max", DeviceType::CPU, max_cpu);
+HKT_REGISTER_KERNEL("max_backward", DeviceType::CPU, max_backward_cpu);
+
+// ---- ops ------------------------------------------------------------------
+
+namespace {
+
+Shape reduced_shape(const Shape& shape, int64_t axis, bool keepdim) {
+  Shape out = shape;
+  if (keepdim) out[axis] = 1;
+  else out.erase(out.begin() + axis);
+  return out;
+}
+
+Tensor flatten_all(const Tensor& x) { return reshape(x, {x.numel()}); }
+
+}  // namespace
+
+Tensor sum(const Tensor& x, int64_t axis, bool keepdim) {
+  check_floating("sum", x);
+  axis = normalize_axis("sum", axis, x.shape());
+  Tensor out = Tensor::empty(reduced_shape(x.shape(), axis, keepdim), x.dtype(), x.device());
+  dispatch::kernel<ReduceKernel>("sum", x.device())(x, split_at_axis(x.shape(), axis), out);
+  record("sum", {x}, out, [shape = x.shape(), axis](const Tensor& g) -> std::vector<Tensor> {
+    return {broadcast_to(reshape(g, reduced_shape(shape, axis, true)), shape)};
+  });
+  return out;
+}
+
+Tensor sum(const Tensor& x) {
+  check_floating("sum", x);
+  return reshape(sum(flatten_all(x), 0), {});
+}
+
+Tensor mean(const Tensor& x, int64_t axis, bool keepdim) {
+  check_floating("mean", x);
+  int64_t extent = x.size(normalize_axis("mean", axis, x.shape()));
+  check(extent > 0, "mean: empty axis ", axis, " of shape ", shape_str(x.shape()));
+  return mul(sum(x, axis, keepdim), 1.0 / static_cast<double>(extent));
+}
+
+Tensor mean(const Tensor& x) {
+  check_floating("mean", x);
+  check_nonempty("mean", x);
+  return mul(sum(x), 1.0 / static_cast<double>(x.numel()));
+}
+
+Tensor max(const Tensor& x, int64_t axis, bool keepdim) {
+  check_floating("max", x);
+  axis = normalize_axis("max", axis, x.shape());
+  check(x.size(axis) > 0, "max: empty axis ", axis, " of shape ", shape_str(x.shape()));
+  AxisSplit split = split_at_axis(x.shape(), axis);
+  Shape out_shape = reduced_shape(x.shape(), axis, keepdim);
+  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
+  Tensor argmax = Tensor::empty(out_shape, DType::Int64, x.device());
+  dispatch::kernel<MaxKernel>("max", x.device())(x, split, out, argmax);
+  record("max", {x}, out, [x = x.detach(), argmax, split](const Tensor& g) -> std::vector<Tensor> {
+    Tensor grad_in = Tensor::empty(x.shape(), x.dtype(), x.device());
+    dispatch::kernel<MaxBackwardKernel>("max_backward", x.device())(g, argmax, split, grad_in);
+    return {grad_in};
+  });
+  return out;
+}
+
+Tensor max(const Tensor& x) {
+  check_floating("max", x);
+  check_nonempty("max", x);
+  return reshape(max(flatten_all(x), 0), {});
+}
+
+Tensor sum_to(const Tensor& x, const Shape& shape) {
+  if (x.shape() == shape) return x;
+  check(broadcast_shapes("sum_to", shape, x.shape()) == x.shape(), "sum_to: ", shape_str(x.shape()),
+        " is not a broadcast of ", shape_str(shape));
+  Tensor reduced = x;
+  const int64_t extra = x.dim() - static_cast<int64_t>(shape.size());
+  for (int64_t axis = 0; axis < x.dim(); ++axis) {
+    bool stretched = axis < extra || (shape[axis - extra] == 1 && x.size(axis) != 1);
+    if (stretched) reduced = sum(reduced, axis, /*keepdim=*/true);
+  }
+  return reshape(reduced, shape);
+}
+
+}  // namespace hkt

@@ -1,0 +1,93 @@
+#pragma once
+// Test helpers: a float64 finite-difference gradient check (as PyTorch's
+// gradcheck and ggml's gradient mode) and small tensor comparisons.
+//
+// gradcheck(f, inputs) forms loss = Σ f(inputs) ⊙ w with fixed random weights
+// w (so every output element matters with a different weight), takes the
+// analytic gradient by backward(), and compares every coordinate of every
+// floating input (a sample of them for large inputs) with the central
+// difference (loss(x + ε) − loss(x − ε)) / 2ε.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "hkt.h"
+
+namespace hkt::testing {
+
+struct GradcheckOptions {
+  double eps = 1e-6;
+  double atol = 1e-7;
+  double rtol = 1e-5;
+  int64_t max_coordinates = 400;  // per input; larger inputs are sampled
+  uint64_t seed = 1234;
+};
+
+inline double weighted_loss(const Tensor& output, const Tensor& weights) {
+  return sum(mul(output, weights)).item();
+}
+
+inline void gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<Tensor> inputs,
+                      GradcheckOptions options = {}) {
+  for (Tensor& input : inputs)
+    if (is_floating(input.dtype())) {
+      REQUIRE(input.dtype() == DType::Float64);
+      input.requires_grad_(true);
+      input.zero_grad();  // callers may reuse the same leaves across checks
+    }
+  Generator generator(options.seed);
+  Tensor output = f(inputs);
+  Tensor weights = randn(output.shape(), generator, DType::Float64);
+  sum(mul(output, weights)).backward();
+
+  for (size_t which = 0; which < inputs.size(); ++which) {
+    Tensor& input = inputs[which];
+    if (!is_floating(input.dtype())) continue;
+    Tensor analytic = input.grad();
+    std::vector<double> analytic_values =
+        analytic.defined() ? analytic.to_vector<double>() : std::vector<double>(input.numel(), 0.0);
+    double* data = input.data<double>();
+    const int64_t n = input.numel();
+    const int64_t step = n > options.max_coordinates ? n / options.max_coordinates + 1 : 1;
+    NoGradGuard no_grad;
+    for (int64_t i = 0; i < n; i += step) {
+      const double saved = data[i];
+      data[i] = saved + options.eps;
+      double plus = weighted_loss(f(inputs), weights);
+      data[i] = saved - options.eps;
+      double minus = weighted_loss(f(inputs), weights);
+      data[i] = saved;
+      double numeric = (plus - minus) / (2 * options.eps);
+      double error = std::abs(numeric - analytic_values[i]);
+      INFO("input " << which << " " << input.str() << " coordinate " << i << ": analytic " << analytic_values[i]
+                    << " numeric " << numeric);
+      CHECK(error <= options.atol + options.rtol * std::abs(numeric));
+    }
+  }
+}
+
+inline Tensor random_tensor(const Shape& shape, uint64_t seed, DType dtype = DType::Float64) {
+  Generator generator(seed);
+  return randn(shape, generator, dtype);
+}
+
+// Max |a - b| over elements; shapes must match.
+inline double max_abs_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  auto va = a.to_vector<double>(), vb = b.to_vector<double>();
+  double worst = 0;
+  for (size_t i = 0; i < va.size(); ++i) worst = std::max(worst, std::abs(va[i] - vb[i]));
+  return worst;
+}
+
+inline double max_abs_diff(const Tensor& a, const std::vector<double>& expected) {
+  auto va = a.to_vector<double>();
+  REQUIRE(va.size() == expected.size());
+  double worst = 0;
+  for (size_t i = 0; i < va.size(); ++i) worst = std::max(worst, std::abs(va[i] - expected[i]));
+  return worst;
+}
+
+}  // namespace hkt::testing

@@ -1,0 +1,135 @@
+#include <cmath>
+
+#include "tests/gradcheck.h"
+
+using namespace hkt;
+using hkt::testing::gradcheck;
+using hkt::testing::max_abs_diff;
+using hkt::testing::random_tensor;
+
+namespace {
+
+// Plain-loop reference of a broadcast binary op.
+std::vector<double> broadcast_reference(const Tensor& a, const Tensor& b, const Shape& out,
+                                        double (*op)(double, double)) {
+  auto va = a.to_vector<double>(), vb = b.to_vector<double>();
+  std::vector<double> result(static_cast<size_t>(shape_numel(out)));
+  const size_t rank = out.size();
+  for (int64_t index = 0; index < shape_numel(out); ++index) {
+    int64_t rest = index, ia = 0, ib = 0, stride_a = 1, stride_b = 1;
+    for (size_t k = 0; k < rank; ++k) {
+      size_t axis = rank - 1 - k;
+      int64_t coordinate = rest % out[axis];
+      rest /= out[axis];
+      if (k < a.shape().size()) {
+        int64_t extent = a.shape()[a.shape().size() - 1 - k];
+        ia += (extent == 1 ? 0 : coordinate) * stride_a;
+        stride_a *= extent;
+      }
+      if (k < b.shape().size()) {
+        int64_t extent = b.shape()[b.shape().size() - 1 - k];
+        ib += (extent == 1 ? 0 : coordinate) * stride_b;
+        stride_b *= extent;
+      }
+    }
+    result[index] = op(va[ia], vb[ib]);
+  }
+  return result;
+}
+
+const std::vector<std::pair<Shape, Shape>> kBroadcastCases = {
+    {{3}, {3}}, {{2, 3}, {3}}, {{2, 1, 4}, {3, 1}}, {{1}, {5, 2}}, {{}, {2, 3}}, {{4, 1}, {1, 5}}, {{1, 7}, {1, 7}},
+};
+
+}  // namespace
+
+TEST_CASE("binary ops match a plain-loop broadcast reference") {
+  for (auto [sa, sb] : kBroadcastCases) {
+    Tensor a = random_tensor(sa, 1), b = add(random_tensor(sb, 2), 3.0);  // b away from 0 for div
+    Shape out = broadcast_shapes("test", sa, sb);
+    INFO(shape_str(sa) << " with " << shape_str(sb));
+    CHECK(max_abs_diff(add(a, b), broadcast_reference(a, b, out, [](double x, double y) { return x + y; })) == 0);
+    CHECK(max_abs_diff(sub(a, b), broadcast_reference(a, b, out, [](double x, double y) { return x - y; })) == 0);
+    CHECK(max_abs_diff(mul(a, b), broadcast_reference(a, b, out, [](double x, double y) { return x * y; })) == 0);
+    CHECK(max_abs_diff(div(a, b), broadcast_reference(a, b, out, [](double x, double y) { return x / y; })) < 1e-15);
+  }
+}
+
+TEST_CASE("binary ops: gradients over broadcast shapes") {
+  for (auto [sa, sb] : kBroadcastCases) {
+    INFO(shape_str(sa) << " with " << shape_str(sb));
+    Tensor a = random_tensor(sa, 3), b = add(random_tensor(sb, 4), 3.0).detach();
+    gradcheck([](const std::vector<Tensor>& x) { return add(x[0], x[1]); }, {a, b});
+    gradcheck([](const std::vector<Tensor>& x) { return sub(x[0], x[1]); }, {a, b});
+    gradcheck([](const std::vector<Tensor>& x) { return mul(x[0], x[1]); }, {a, b});
+    gradcheck([](const std::vector<Tensor>& x) { return div(x[0], x[1]); }, {a, b});
+  }
+}
+
+TEST_CASE("unary ops match std:: math and pass gradcheck") {
+  struct Case {
+    const char* name;
+    Tensor (*op)(const Tensor&);
+    double (*reference)(double);
+    bool positive_only;
+  };
+  const Case cases[] = {
+      {"neg", [](const Tensor& x) { return neg(x); }, [](double x) { return -x; }, false},
+      {"exp", [](const Tensor& x) { return exp(x); }, [](double x) { return std::exp(x); }, false},
+      {"log", [](const Tensor& x) { return log(x); }, [](double x) { return std::log(x); }, true},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double x) { return std::tanh(x); }, false},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, [](double x) { return 1 / (1 + std::exp(-x)); }, false},
+      {"relu", [](const Tensor& x) { return relu(x); }, [](double x) { return x > 0 ? x : 0.0; }, false},
+      {"gelu", [](const Tensor& x) { return gelu(x); },
+       [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, false},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double x) { return std::sqrt(x); }, true},
+      {"pow", [](const Tensor& x) { return pow(x, 2.5); }, [](double x) { return std::pow(x, 2.5); }, true},
+  };
+  for (const Case& c : cases) {
+    for (Shape shape : {Shape{1}, Shape{7}, Shape{3, 5}, Shape{2, 1, 3}}) {
+      INFO(c.name << " on " << shape_str(shape));
+      Tensor x = random_tensor(shape, 5);
+      if (c.positive_only) x = add(exp(x), 0.1);  // keep log/sqrt/pow in their domain
+      auto values = x.to_vector<double>();
+      std::vector<double> expected;
+      for (double v : values) expected.push_back(c.reference(v));
+      CHECK(max_abs_diff(c.op(x), expected) < 1e-14);
+      gradcheck([&](const std::vector<Tensor>& in) { return c.op(in[0]); }, {x.detach()});
+    }
+  }
+}
+
+TEST_CASE("sigmoid does not overflow for large inputs") {
+  Tensor x = Tensor::from_vector<float>({-1000.f, 1000.f, 0.f}, {3});
+  auto y = sigmoid(x).to_vector<double>();
+  CHECK(y[0] == 0.0);
+  CHECK(y[1] == 1.0);
+  CHECK(y[2] == 0.5);
+}
+
+TEST_CASE("broadcast_to copies and sums back") {
+  Tensor x = random_tensor({3, 1}, 9);
+  Tensor y = broadcast_to(x, {2, 3, 4});
+  auto vx = x.to_vector<double>(), vy = y.to_vector<double>();
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 4; ++k) CHECK(vy[(i * 3 + j) * 4 + k] == vx[j]);
+  gradcheck([](const std::vector<Tensor>& in) { return broadcast_to(in[0], {2, 3, 4}); }, {x});
+}
+
+TEST_CASE("elementwise ops reject bad input with the op and shapes named") {
+  Tensor a = Tensor::zeros({4, 3}), b = Tensor::zeros({5, 2});
+  REQUIRE_THROWS_WITH(add(a, b), "add: shapes [4, 3] and [5, 2] cannot be broadcast together");
+  REQUIRE_THROWS_WITH(mul(a, Tensor::zeros({4, 3}, DType::Float64)),
+                      "mul: dtypes differ: float32[4, 3] on cpu, float64[4, 3] on cpu");
+  REQUIRE_THROWS_WITH(exp(Tensor::zeros({2}, DType::Int64)),
+                      "exp: expected a float32 or float64 tensor, got int64[2]");
+  REQUIRE_THROWS_WITH(add(Tensor(), a), "add: input is an undefined tensor");
+  REQUIRE_THROWS_WITH(a.to(Device::cuda(0)), Catch::Contains("cuda:0 is not available"));
+}
+
+TEST_CASE("elementwise ops on empty tensors give empty results") {
+  Tensor a = Tensor::zeros({0, 3});
+  CHECK(add(a, Tensor::zeros({3})).shape() == Shape{0, 3});
+  CHECK(exp(a).numel() == 0);
+}
