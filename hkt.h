@@ -4,6 +4,8 @@
 #include "engine/device.h"
 #include "engine/dtype.h"
 #include "engine/error.h"
+#include "engine/module.h"
+#include "engine/optim.h"
 #include "engine/random.h"
 #include "engine/tensor.h"
 #include "ops/copy.h"

@@ -1,0 +1,224 @@
+#include "engine/optim.h"
+
+#include <cmath>
+
+#include "engine/autograd.h"
+#include "engine/dispatch.h"
+#include "ops/common.h"
+#include "ops/elementwise.h"
+#include "ops/reduce.h"
+
+namespace hkt {
+
+struct SGDHyper {
+  double lr, momentum, weight_decay;
+  bool first_step;
+};
+struct AdamWHyper {
+  double lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2;
+};
+// The velocity is unused (and may be undefined) when momentum is 0.
+using SGDKernel = void(Tensor& param, const Tensor& grad, Tensor& velocity, const SGDHyper& hyper);
+using AdamWKernel = void(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                         const AdamWHyper& hyper);
+using ScaleKernel = void(Tensor& x, double factor);
+
+// ---- CPU kernels ----------------------------------------------------------
+
+void sgd_step_cpu(Tensor& param, const Tensor& grad, Tensor& velocity, const SGDHyper& h) {
+  visit_floating("sgd_step", param.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* p = static_cast<T*>(param.raw_data());
+    const T* g = static_cast<const T*>(grad.raw_data());
+    T* buf = h.momentum != 0.0 ? static_cast<T*>(velocity.raw_data()) : nullptr;
+    const int64_t n = param.numel();
+#pragma omp parallel for if (n > HKT_OMP_MIN_WORK)
+    for (int64_t i = 0; i < n; ++i) {
+      T d = g[i] + T(h.weight_decay) * p[i];
+      if (buf != nullptr) {
+        buf[i] = h.first_step ? d : T(h.momentum) * buf[i] + d;
+        d = buf[i];
+      }
+      p[i] -= T(h.lr) * d;
+    }
+  });
+}
+
+void adamw_step_cpu(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, const AdamWHyper& h) {
+  visit_floating("adamw_step", param.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* p = static_cast<T*>(param.raw_data());
+    const T* g = static_cast<const T*>(grad.raw_data());
+    T* m = static_cast<T*>(exp_avg.raw_data());
+    T* v = static_cast<T*>(exp_avg_sq.raw_data());
+    const int64_t n = param.numel();
+#pragma omp parallel for if (n > HKT_OMP_MIN_WORK)
+    for (int64_t i = 0; i < n; ++i) {
+      p[i] -= T(h.lr * h.weight_decay) * p[i];
+      m[i] = T(h.beta1) * m[i] + T(1 - h.beta1) * g[i];
+      v[i] = T(h.beta2) * v[i] + T(1 - h.beta2) * g[i] * g[i];
+      T m_hat = m[i] / T(h.bias_correction1), v_hat = v[i] / T(h.bias_correction2);
+      p[i] -= T(h.lr) * m_hat / (std::sqrt(v_hat) + T(h.eps));
+    }
+  });
+}
+
+void scale_cpu(Tensor& x, double factor) {
+  visit_floating("scale_", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* p = static_cast<T*>(x.raw_data());
+    const int64_t n = x.numel();
+#pragma omp parallel for if (n > HKT_OMP_MIN_WORK)
+    for (int64_t i = 0; i < n; ++i) p[i] *= T(factor);
+  });
+}
+
+HKT_REGISTER_KERNEL("sgd_step", DeviceType::CPU, sgd_step_cpu);
+HKT_REGISTER_KERNEL("adamw_step", DeviceType::CPU, adamw_step_cpu);
+HKT_REGISTER_KERNEL("scale_", DeviceType::CPU, scale_cpu);
+
+// ---- optimizers -----------------------------------------------------------
+
+namespace {
+
+std::vector<Tensor> zeros_like_all(const NamedTensors& parameters) {
+  std::vector<Tensor> out;
+  for (const auto& [_, p] : parameters) out.push_back(Tensor::zeros(p.shape(), p.dtype(), p.device()));
+  return out;
+}
+
+const Tensor& find_state(const NamedTensors& state, const std::string& name, const Tensor& like) {
+  for (const auto& [key, value] : state)
+    if (key == name) {
+      check(value.shape() == like.shape(), "load_state: '", name, "' has shape ", shape_str(value.shape()),
+            ", expected ", shape_str(like.shape()));
+      return value;
+    }
+  fail("load_state: optimizer state '", name, "' is missing");
+}
+
+// Copies saved values into the live buffer, keeping its dtype and device.
+void assign(Tensor& target, const Tensor& source) {
+  Tensor converted = source.detach().to(target.dtype()).to(target.device());
+  target = converted.clone();
+}
+
+Tensor step_tensor(int64_t step) { return Tensor::from_vector<int64_t>({step}, {1}); }
+
+}  // namespace
+
+Optimizer::Optimizer(NamedTensors parameters) : parameters_(std::move(parameters)) {
+  for (const auto& [name, p] : parameters_)
+    check(p.defined() && p.is_leaf() && p.requires_grad(), "optimizer: parameter '", name,
+          "' must be a leaf tensor that requires grad");
+}
+
+void Optimizer::zero_grad() {
+  for (auto& [_, p] : parameters_) p.zero_grad();
+}
+
+SGD::SGD(NamedTensors parameters, SGDOptions options) : Optimizer(std::move(parameters)), options_(options) {
+  lr_ = options.lr;
+  if (options_.momentum != 0.0) velocity_ = zeros_like_all(parameters_);
+}
+
+void SGD::step() {
+  NoGradGuard no_grad;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    Tensor& p = parameters_[i].second;
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    Tensor none;
+    Tensor& velocity = velocity_.empty() ? none : velocity_[i];
+    dispatch::kernel<SGDKernel>("sgd_step", p.device())(
+        p, g, velocity, {lr_, options_.momentum, options_.weight_decay, step_count_ == 0});
+  }
+  ++step_count_;
+}
+
+NamedTensors SGD::state() const {
+  NamedTensors out{{"optim.step", step_tensor(step_count_)}};
+  for (size_t i = 0; i < velocity_.size(); ++i) out.emplace_back("optim.momentum." + parameters_[i].first, velocity_[i]);
+  return out;
+}
+
+void SGD::load_state(const NamedTensors& state) {
+  step_count_ = static_cast<int64_t>(find_state(state, "optim.step", step_tensor(0)).item());
+  for (size_t i = 0; i < velocity_.size(); ++i)
+    assign(velocity_[i], find_state(state, "optim.momentum." + parameters_[i].first, velocity_[i]));
+}
+
+AdamW::AdamW(NamedTensors parameters, AdamWOptions options) : Optimizer(std::move(parameters)), options_(options) {
+  check(options.beta1 >= 0 && options.beta1 < 1 && options.beta2 >= 0 && options.beta2 < 1,
+        "AdamW: betas must lie in [0, 1), got ", options.beta1, " and ", options.beta2);
+  lr_ = options.lr;
+  exp_avg_ = zeros_like_all(parameters_);
+  exp_avg_sq_ = zeros_like_all(parameters_);
+}
+
+void AdamW::step() {
+  NoGradGuard no_grad;
+  ++step_count_;
+  const double t = static_cast<double>(step_count_);
+  AdamWHyper hyper{lr_, options_.beta1, options_.beta2, options_.eps, options_.weight_decay,
+                   1 - std::pow(options_.beta1, t), 1 - std::pow(options_.beta2, t)};
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    Tensor& p = parameters_[i].second;
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    dispatch::kernel<AdamWKernel>("adamw_step", p.device())(p, g, exp_avg_[i], exp_avg_sq_[i], hyper);
+  }
+}
+
+NamedTensors AdamW::state() const {
+  NamedTensors out{{"optim.step", step_tensor(step_count_)}};
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    out.emplace_back("optim.exp_avg." + parameters_[i].first, exp_avg_[i]);
+    out.emplace_back("optim.exp_avg_sq." + parameters_[i].first, exp_avg_sq_[i]);
+  }
+  return out;
+}
+
+void AdamW::load_state(const NamedTensors& state) {
+  step_count_ = static_cast<int64_t>(find_state(state, "optim.step", step_tensor(0)).item());
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    assign(exp_avg_[i], find_state(state, "optim.exp_avg." + parameters_[i].first, exp_avg_[i]));
+    assign(exp_avg_sq_[i], find_state(state, "optim.exp_avg_sq." + parameters_[i].first, exp_avg_sq_[i]));
+  }
+}
+
+// ---- clipping -------------------------------------------------------------
+
+double grad_norm(const NamedTensors& parameters) {
+  NoGradGuard no_grad;
+  double total = 0.0;
+  for (const auto& [_, p] : parameters) {
+    Tensor g = p.grad();
+    if (g.defined() && g.numel() > 0) total += sum(mul(g, g)).item();
+  }
+  return std::sqrt(total);
+}
+
+double clip_grad_norm(const NamedTensors& parameters, double max_norm) {
+  check(max_norm > 0, "clip_grad_norm: max_norm must be positive, got ", max_norm);
+  double norm = grad_norm(parameters);
+  if (!std::isfinite(norm)) {
+    NoGradGuard no_grad;
+    for (const auto& [name, p] : parameters) {
+      Tensor g = p.grad();
+      if (g.defined() && g.numel() > 0 && !std::isfinite(sum(mul(g, g)).item()))
+        fail("clip_grad_norm: the gradient of '", name, "' ", shape_str(g.shape()), " holds NaN or Inf");
+    }
+    fail("clip_grad_norm: total gradient norm is ", norm);
+  }
+  if (norm > max_norm) {
+    double factor = max_norm / (norm + 1e-6);
+    for (const auto& [_, p] : parameters) {
+      Tensor g = p.grad();
+      if (g.defined()) dispatch::kernel<ScaleKernel>("scale_", g.device())(g, factor);
+    }
+  }
+  return norm;
+}
+
+}  // namespace hkt
