@@ -14,7 +14,8 @@ struct Device {
   static Device cpu() { return {DeviceType::CPU, 0}; }
   static Device cuda(int index = 0) { return {DeviceType::CUDA, index}; }
 
-  bool operator==(const Device& other) const = default;
+  bool operator==(const Device& other) const { return type == other.type && index == other.index; }
+  bool operator!=(const Device& other) const { return !(*this == other); }
   std::string str() const;  // "cpu", "cuda:0"
 };
 

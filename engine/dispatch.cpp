@@ -44,7 +44,7 @@ void cpu_copy(void* to, const void* from, size_t nbytes, int) {
 }
 
 const bool cpu_allocator_registered = [] {
-  register_allocator(DeviceType::CPU, {cpu_allocate, cpu_deallocate, cpu_copy, cpu_copy, cpu_copy});
+  register_allocator(DeviceType::CPU, {cpu_allocate, cpu_deallocate, cpu_copy, cpu_copy, cpu_copy, [] { return 1; }});
   return true;
 }();
 
@@ -73,6 +73,12 @@ const Allocator& allocator(Device device) {
     fail("device ", device.str(), " is not available: this build has no ", device_type_name(device.type),
          " backend (configure with -DHKT_CUDA=ON on a machine with the CUDA toolkit)");
   return it->second;
+}
+
+int device_count(DeviceType device) {
+  (void)cpu_allocator_registered;
+  auto it = allocator_table().find(device);
+  return it == allocator_table().end() ? 0 : it->second.device_count();
 }
 
 }  // namespace hkt::dispatch

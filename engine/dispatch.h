@@ -35,10 +35,14 @@ struct Allocator {
   void (*copy_to_host)(void* host, const void* data, size_t nbytes, int device_index);
   void (*copy_from_host)(void* data, const void* host, size_t nbytes, int device_index);
   void (*copy_on_device)(void* to, const void* from, size_t nbytes, int device_index);
+  int (*device_count)();
 };
 
 void register_allocator(DeviceType device, Allocator allocator);
 const Allocator& allocator(Device device);
+// How many devices of this type can be used now: 0 when the backend is not
+// built in or (for CUDA) no device is present.
+int device_count(DeviceType device);
 
 struct KernelRegistrar {
   template <class Fn>
