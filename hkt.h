@@ -8,6 +8,7 @@
 #include "engine/optim.h"
 #include "engine/random.h"
 #include "engine/tensor.h"
+#include "engine/threads.h"
 #include "ops/copy.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"

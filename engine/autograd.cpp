@@ -25,7 +25,9 @@ std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>
       fail("backward: the graph through '", node->op, "' was already freed by an earlier backward(); "
            "call backward(gradient, /*retain_graph=*/true) to run backward through it twice");
     if (next_input < node->inputs.size()) {
-      const std::shared_ptr<Node>& producer = node->inputs[next_input++].grad_fn();
+      const Tensor& input = node->inputs[next_input++];
+      if (!input.defined()) continue;  // an optional input (a missing bias) has no producer
+      const std::shared_ptr<Node>& producer = input.grad_fn();
       if (producer != nullptr && visited.insert(producer.get()).second) stack.push_back({producer, 0});
     } else {
       order.push_back(node);

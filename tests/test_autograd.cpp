@@ -106,3 +106,12 @@ TEST_CASE("integer tensors cannot require grad") {
   Tensor labels = Tensor::zeros({3}, DType::Int64);
   REQUIRE_THROWS_WITH(labels.requires_grad_(), "requires_grad_: only floating tensors can require grad, not int64[3]");
 }
+
+TEST_CASE("an undefined optional input in a recorded node is skipped by backward") {
+  Tensor x = random_tensor({2}, 7);
+  x.requires_grad_();
+  Tensor out = exp(x).detach();
+  record("optional_input", {x, Tensor()}, out, [](const Tensor& g) -> std::vector<Tensor> { return {g, Tensor()}; });
+  sum(out).backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{1.0, 1.0});
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the build needs. Idempotent; uses sudo when not root.
+set -euo pipefail
+packages=(cmake g++ make libopenblas-openmp-dev catch2)
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
