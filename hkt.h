@@ -8,5 +8,6 @@
 #include "engine/tensor.h"
 #include "ops/copy.h"
 #include "ops/elementwise.h"
+#include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
