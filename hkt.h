@@ -8,6 +8,7 @@
 #include "engine/tensor.h"
 #include "ops/copy.h"
 #include "ops/elementwise.h"
+#include "ops/index.h"
 #include "ops/matmul.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
