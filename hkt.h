@@ -6,6 +6,7 @@
 #include "engine/error.h"
 #include "engine/random.h"
 #include "engine/tensor.h"
+#include "ops/conv1d.h"
 #include "ops/copy.h"
 #include "ops/elementwise.h"
 #include "ops/index.h"
