@@ -1,0 +1,21 @@
+#pragma once
+// Depthwise 1-D convolution over the sequence axis, channels last: the causal
+// downsampling of SPEC section 2 and, with stride 1, the causal convolution of
+// the hybrid head (SPEC section 4).
+#include <cstdint>
+
+#include "engine/tensor.h"
+
+namespace hkt {
+
+// x [B, T, C], weight [C, k], bias [C] (may be undefined) → [B, ceil(T/s), C]:
+//
+//   Y[b, m, c] = bias[c] + Σ_{r=0}^{k-1} W[c, r] · X[b, m·s + s − k + r, c]
+//
+// with X = 0 where the index is < 0 or ≥ T (SPEC section 2). The window of
+// output m ends at input (m+1)·s − 1, so output m depends on no later input.
+// With s = 1 this is SPEC section 4's causal convolution,
+// O_conv[i, c] = bc[c] + Σ_r Wc[c, r] · V[i − kc + 1 + r, c].
+Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride);
+
+}  // namespace hkt

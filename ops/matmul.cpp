@@ -1,0 +1,171 @@
+// Matrix products: one differentiable strided-batched GEMM (its CPU kernel is
+// OpenBLAS), with matmul and linear built on it.
+#include "ops/matmul.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include "engine/dispatch.h"
+#include "ops/common.h"
+#include "ops/elementwise.h"
+#include "ops/shape.h"
+
+namespace hkt {
+
+// c[i] = op(a[i]) · op(b[i]) for i < dims.batch; with dims.stride_c == 0,
+// c = Σ_i op(a[i]) · op(b[i]).
+using GemmKernel = void(const Tensor& a, const Tensor& b, Tensor& c, const GemmDims& dims);
+
+// ---- CPU kernel -----------------------------------------------------------
+
+namespace {
+
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const float* a, int lda,
+               const float* b, int ldb, float beta, float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+}
+
+void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const double* a, int lda,
+               const double* b, int ldb, double beta, double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+}
+
+int blas_int(int64_t value) {
+  check(value <= INT_MAX, "gemm: extent ", value, " exceeds the BLAS integer range");
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+// Batch items run one after another: each BLAS call is already multithreaded,
+// and summing into a shared c (beta = 1 after the first item) stays in a fixed order.
+void gemm_cpu(const Tensor& a, const Tensor& b, Tensor& c, const GemmDims& d) {
+  visit_floating("gemm", c.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    T* pc = static_cast<T*>(c.raw_data());
+    if (c.numel() == 0) return;
+    if (d.k == 0 || d.batch == 0) {  // an empty sum; BLAS may leave c untouched
+      std::fill(pc, pc + c.numel(), T(0));
+      return;
+    }
+    const T* pa = static_cast<const T*>(a.raw_data());
+    const T* pb = static_cast<const T*>(b.raw_data());
+    const int m = blas_int(d.m), n = blas_int(d.n), k = blas_int(d.k);
+    // Row-major storage: a is [M, K] or, transposed, [K, M]; b is [K, N] or [N, K].
+    const int lda = d.trans_a ? m : k, ldb = d.trans_b ? k : n;
+    for (int64_t i = 0; i < d.batch; ++i) {
+      const T beta = d.stride_c == 0 && i > 0 ? T(1) : T(0);
+      blas_gemm(d.trans_a ? CblasTrans : CblasNoTrans, d.trans_b ? CblasTrans : CblasNoTrans, m, n, k,
+                pa + i * d.stride_a, lda, pb + i * d.stride_b, ldb, beta, pc + i * d.stride_c, n);
+    }
+  });
+}
+
+HKT_REGISTER_KERNEL("gemm", DeviceType::CPU, gemm_cpu);
+
+// ---- ops ------------------------------------------------------------------
+
+namespace {
+
+Shape batch_dims(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
+
+std::string operand_str(const Tensor& t, bool transposed) {
+  return shape_str(t.shape()) + (transposed ? "ᵀ" : "");
+}
+
+void check_gemm_args(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  check_floating(op, a);
+  check_floating(op, b);
+  check_compatible(op, {a, b});
+  const std::string operands = operand_str(a, ta) + " x " + operand_str(b, tb);
+  check(a.dim() >= 2 && b.dim() >= 2, op, ": ", operands, ": both operands need at least 2 dims");
+  if (a.dim() > 2 && b.dim() > 2)
+    check(batch_dims(a) == batch_dims(b), op, ": ", operands, ": batch dims ", shape_str(batch_dims(a)), " and ",
+          shape_str(batch_dims(b)), " differ (they must be equal, or one operand 2-D)");
+  const int64_t inner_a = a.size(ta ? -2 : -1), inner_b = b.size(tb ? -1 : -2);
+  check(inner_a == inner_b, op, ": ", operands, ": inner sizes ", inner_a, " and ", inner_b, " differ");
+}
+
+// Not recorded: the forward of gemm and the GEMMs of its backward. Arguments
+// are valid; with sum_batch both operands are batched and the result is [M, N].
+Tensor gemm_compute(const Tensor& a, const Tensor& b, bool ta, bool tb, bool sum_batch) {
+  const Shape batch_shape = a.dim() > 2 ? batch_dims(a) : batch_dims(b);
+  const int64_t batch = shape_numel(batch_shape);
+  const int64_t rows_a = a.size(-2), cols_a = a.size(-1), rows_b = b.size(-2), cols_b = b.size(-1);
+  GemmDims d;
+  d.batch = batch;
+  d.m = ta ? cols_a : rows_a;
+  d.k = ta ? rows_a : cols_a;
+  d.n = tb ? rows_b : cols_b;
+  d.trans_a = ta;
+  d.trans_b = tb;
+  d.stride_a = a.dim() > 2 ? rows_a * cols_a : 0;
+  d.stride_b = b.dim() > 2 ? rows_b * cols_b : 0;
+  d.stride_c = sum_batch ? 0 : d.m * d.n;
+  // A contiguous stack of row-major matrices is one taller matrix, so two
+  // common cases become a single GEMM: x [B, M, K] times a shared weight
+  // (M grows to B·M), and a shared weight's gradient Σ_i a[i]ᵀ b[i] (K grows to B·K).
+  if (!sum_batch && d.stride_a != 0 && d.stride_b == 0 && !ta) {
+    d.m *= batch;
+    d.batch = 1;
+  } else if (sum_batch && ta && !tb) {
+    d.k *= batch;
+    d.batch = 1;
+  }
+  Shape out_shape = sum_batch ? Shape{} : batch_shape;
+  out_shape.push_back(ta ? cols_a : rows_a);
+  out_shape.push_back(tb ? rows_b : cols_b);
+  Tensor c = Tensor::empty(out_shape, a.dtype(), a.device());
+  dispatch::kernel<GemmKernel>("gemm", a.device())(a, b, c, d);
+  return c;
+}
+
+Tensor gemm_op(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  check_gemm_args(op, a, b, ta, tb);
+  Tensor out = gemm_compute(a, b, ta, tb, /*sum_batch=*/false);
+  // For C = op(A) op(B) and G = dL/dC:  dL/dop(A) = G op(B)ᵀ,  dL/dop(B) = op(A)ᵀ G,
+  // so dA = G op(B)ᵀ or, when A enters transposed, op(B) Gᵀ; dB = op(A)ᵀ G or Gᵀ op(A).
+  // A 2-D operand shared over the batch gets the sum over batch items.
+  record(op, {a, b}, out,
+         [a = a.detach(), b = b.detach(), ta, tb, ra = a.requires_grad(),
+          rb = b.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
+           const bool a_shared = a.dim() == 2 && b.dim() > 2, b_shared = b.dim() == 2 && a.dim() > 2;
+           Tensor ga, gb;
+           if (ra) ga = ta ? gemm_compute(b, g, tb, true, a_shared) : gemm_compute(g, b, false, !tb, a_shared);
+           if (rb) gb = tb ? gemm_compute(g, a, true, ta, b_shared) : gemm_compute(a, g, !ta, false, b_shared);
+           return {ga, gb};
+         });
+  return out;
+}
+
+}  // namespace
+
+Tensor gemm(const Tensor& a, const Tensor& b, bool trans_a, bool trans_b) {
+  return gemm_op("gemm", a, b, trans_a, trans_b);
+}
+
+Tensor matmul(const Tensor& a, const Tensor& b) { return gemm_op("matmul", a, b, false, false); }
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_defined("linear", x);
+  check_defined("linear", weight, "weight");
+  check(weight.dim() == 2, "linear: weight ", shape_str(weight.shape()), " is not 2-D [out, in]");
+  check(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input ", shape_str(x.shape()), " but weight ",
+        shape_str(weight.shape()));
+  if (bias.defined()) {
+    check_compatible("linear", {x, weight, bias});
+    check(bias.dim() == 1 && bias.size(0) == weight.size(0), "linear: weight ", shape_str(weight.shape()),
+          " but bias ", shape_str(bias.shape()));
+  }
+  // Every leading dim of x is a row of one [rows, in] x [in, out] GEMM.
+  Shape out_shape = x.shape();
+  out_shape.back() = weight.size(0);
+  const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
+  Tensor y = reshape(gemm_op("linear", reshape(x, {rows, x.size(-1)}), weight, false, true), out_shape);
+  return bias.defined() ? add(y, bias) : y;
+}
+
+}  // namespace hkt

@@ -1,0 +1,34 @@
+#pragma once
+// Matrix products. All of them run through one differentiable strided-batched
+// GEMM, C = op(A) · op(B) with op(X) = X or Xᵀ, whose CPU kernel is BLAS;
+// transposes are flags passed to BLAS, never copies.
+#include <cstdint>
+
+#include "engine/tensor.h"
+
+namespace hkt {
+
+// C = op(A) · op(B) for each batch item. a is [..., M, K] ([..., K, M] with
+// trans_a), b is [..., K, N] ([..., N, K] with trans_b); the leading (batch)
+// dims of a and b are equal, or one of them is 2-D and shared by every batch
+// item of the other. Output [..., M, N]. Attention's Q Kᵀ is gemm(q, k, false, true).
+Tensor gemm(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+
+// a [..., M, K] x b [..., K, N] → [..., M, N]: gemm without transposes.
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// y = x Wᵀ + b, as torch::nn::Linear: x [..., in], weight [out, in], bias [out]
+// (optional) → [..., out].
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = Tensor());
+
+// The GEMM kernel's problem, shared with the CUDA kernel. Matrices are row-major
+// and contiguous; stride_* is the element distance between batch items. A
+// stride of 0 means the operand is shared by every batch item (a, b) or that
+// the batch items are summed into one result (c: the gradient of a shared operand).
+struct GemmDims {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool trans_a = false, trans_b = false;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+};
+
+}  // namespace hkt

@@ -1,0 +1,146 @@
+#include <omp.h>
+
+#include "tests/gradcheck.h"
+
+using namespace hkt;
+using hkt::testing::gradcheck;
+using hkt::testing::max_abs_diff;
+using hkt::testing::random_tensor;
+
+namespace {
+
+// Plain loops of SPEC section 2: Y[b, m, c] = bias[c] + Σ_r W[c, r] X[b, m·s + s − k + r, c].
+std::vector<double> reference_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t s) {
+  auto vx = x.to_vector<double>(), vw = weight.to_vector<double>();
+  std::vector<double> vb = bias.defined() ? bias.to_vector<double>() : std::vector<double>(x.size(2), 0.0);
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), k = weight.size(1), T_out = (T + s - 1) / s;
+  std::vector<double> out;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t m = 0; m < T_out; ++m)
+      for (int64_t c = 0; c < C; ++c) {
+        double total = vb[c];
+        for (int64_t r = 0; r < k; ++r) {
+          int64_t t = m * s + s - k + r;
+          if (t >= 0 && t < T) total += vw[c * k + r] * vx[(b * T + t) * C + c];
+        }
+        out.push_back(total);
+      }
+  return out;
+}
+
+struct ConvCase {
+  int64_t B, T, C, k, stride;
+};
+
+const ConvCase kCases[] = {
+    {1, 7, 3, 3, 2},  // T not divisible by s
+    {2, 1, 2, 3, 2},  // T = 1
+    {1, 2, 2, 5, 1},  // k > T
+    {2, 7, 2, 1, 3},  // k < s
+    {2, 6, 1, 3, 1},  // C = 1, stride 1
+    {2, 10, 3, 4, 3}, {1, 5, 2, 2, 2}, {2, 8, 4, 5, 1}, {1, 9, 2, 3, 3}, {1, 1, 1, 1, 1},
+};
+
+}  // namespace
+
+TEST_CASE("depthwise_conv1d matches the plain loops of SPEC section 2") {
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (const ConvCase& c : kCases) {
+      INFO(dtype_name(dtype) << " B " << c.B << " T " << c.T << " C " << c.C << " k " << c.k << " s " << c.stride);
+      Tensor x = random_tensor({c.B, c.T, c.C}, 1, dtype), w = random_tensor({c.C, c.k}, 2, dtype),
+             bias = random_tensor({c.C}, 3, dtype);
+      const double tolerance = dtype == DType::Float32 ? 1e-5 : 1e-13;
+      Tensor y = depthwise_conv1d(x, w, bias, c.stride);
+      CHECK(y.shape() == Shape{c.B, (c.T + c.stride - 1) / c.stride, c.C});
+      CHECK(max_abs_diff(y, reference_conv(x, w, bias, c.stride)) < tolerance);
+      CHECK(max_abs_diff(depthwise_conv1d(x, w, Tensor(), c.stride), reference_conv(x, w, Tensor(), c.stride)) <
+            tolerance);
+    }
+}
+
+TEST_CASE("depthwise_conv1d with stride 1 is the causal convolution of SPEC section 4") {
+  const int64_t T = 9, C = 3, kc = 5;
+  Tensor v = random_tensor({1, T, C}, 4), w = random_tensor({C, kc}, 5), bias = random_tensor({C}, 6);
+  auto vv = v.to_vector<double>(), vw = w.to_vector<double>(), vb = bias.to_vector<double>();
+  std::vector<double> expected;
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t c = 0; c < C; ++c) {
+      double total = vb[c];
+      for (int64_t r = 0; r < kc; ++r)
+        if (i - kc + 1 + r >= 0) total += vw[c * kc + r] * vv[(i - kc + 1 + r) * C + c];
+      expected.push_back(total);
+    }
+  CHECK(max_abs_diff(depthwise_conv1d(v, w, bias, 1), expected) < 1e-13);
+}
+
+TEST_CASE("depthwise_conv1d: gradients for edge shapes and strides") {
+  for (const ConvCase& c : kCases) {
+    INFO("B " << c.B << " T " << c.T << " C " << c.C << " k " << c.k << " s " << c.stride);
+    Tensor x = random_tensor({c.B, c.T, c.C}, 7), w = random_tensor({c.C, c.k}, 8), bias = random_tensor({c.C}, 9);
+    const int64_t s = c.stride;
+    gradcheck([s](const std::vector<Tensor>& in) { return depthwise_conv1d(in[0], in[1], in[2], s); }, {x, w, bias});
+    gradcheck([s](const std::vector<Tensor>& in) { return depthwise_conv1d(in[0], in[1], Tensor(), s); }, {x, w});
+  }
+}
+
+TEST_CASE("depthwise_conv1d output m depends on no input after (m+1)·s − 1") {
+  for (const ConvCase& c : kCases) {
+    INFO("B " << c.B << " T " << c.T << " C " << c.C << " k " << c.k << " s " << c.stride);
+    Tensor x = random_tensor({c.B, c.T, c.C}, 10), w = random_tensor({c.C, c.k}, 11), bias = random_tensor({c.C}, 12);
+    auto before = depthwise_conv1d(x, w, bias, c.stride).to_vector<double>();
+    const int64_t T_out = (c.T + c.stride - 1) / c.stride;
+    for (int64_t t = 0; t < c.T; ++t) {
+      Tensor perturbed = x.clone();
+      double* data = perturbed.data<double>();
+      for (int64_t b = 0; b < c.B; ++b)
+        for (int64_t ch = 0; ch < c.C; ++ch) data[(b * c.T + t) * c.C + ch] += 1.0;
+      auto after = depthwise_conv1d(perturbed, w, bias, c.stride).to_vector<double>();
+      for (int64_t b = 0; b < c.B; ++b)
+        for (int64_t m = 0; m < T_out && (m + 1) * c.stride - 1 < t; ++m)
+          for (int64_t ch = 0; ch < c.C; ++ch) {
+            const size_t at = static_cast<size_t>((b * T_out + m) * c.C + ch);
+            CHECK(after[at] == before[at]);
+          }
+    }
+  }
+}
+
+TEST_CASE("depthwise_conv1d gradients do not depend on the thread count") {
+  Tensor x = random_tensor({4, 300, 64}, 13, DType::Float32).requires_grad_(true);
+  Tensor w = random_tensor({64, 3}, 14, DType::Float32).requires_grad_(true);
+  Tensor bias = random_tensor({64}, 15, DType::Float32).requires_grad_(true);
+  Tensor weights = random_tensor({4, 150, 64}, 16, DType::Float32);
+  std::vector<std::vector<float>> grads;
+  const int threads = omp_get_max_threads();
+  for (int n : {1, 2, 4}) {
+    omp_set_num_threads(n);
+    for (const Tensor& t : {x, w, bias}) t.zero_grad();
+    sum(mul(depthwise_conv1d(x, w, bias, 2), weights)).backward();
+    std::vector<float> all;
+    for (const Tensor& t : {x, w, bias})
+      for (float v : t.grad().to_vector<float>()) all.push_back(v);
+    grads.push_back(all);
+  }
+  omp_set_num_threads(threads);
+  CHECK(grads[0] == grads[1]);
+  CHECK(grads[0] == grads[2]);
+}
+
+TEST_CASE("depthwise_conv1d rejects bad input with the op and shapes named") {
+  Tensor x = Tensor::zeros({2, 5, 4});
+  REQUIRE_THROWS_WITH(depthwise_conv1d(x, Tensor::zeros({3, 3}), Tensor(), 1),
+                      "depthwise_conv1d: input [2, 5, 4] but weight [3, 3]");
+  REQUIRE_THROWS_WITH(depthwise_conv1d(x, Tensor::zeros({4, 3}), Tensor::zeros({5}), 1),
+                      "depthwise_conv1d: weight [4, 3] but bias [5]");
+  REQUIRE_THROWS_WITH(depthwise_conv1d(x, Tensor::zeros({4, 3}), Tensor(), 0),
+                      "depthwise_conv1d: stride 0 must be positive");
+  REQUIRE_THROWS_WITH(depthwise_conv1d(x, Tensor::zeros({4, 3}), Tensor(), -2),
+                      "depthwise_conv1d: stride -2 must be positive");
+  REQUIRE_THROWS_WITH(depthwise_conv1d(x, Tensor::zeros({4, 0}), Tensor(), 1),
+                      "depthwise_conv1d: weight [4, 0] has kernel size 0");
+  REQUIRE_THROWS_WITH(depthwise_conv1d(Tensor::zeros({5, 4}), Tensor::zeros({4, 3}), Tensor(), 1),
+                      "depthwise_conv1d: input [5, 4] is not 3-D [B, T, C]");
+  REQUIRE_THROWS_WITH(depthwise_conv1d(x, Tensor::zeros({4, 3}, DType::Float64), Tensor(), 1),
+                      "depthwise_conv1d: dtypes differ: float32[2, 5, 4] on cpu, float64[4, 3] on cpu");
+  REQUIRE_THROWS_WITH(depthwise_conv1d(x, Tensor(), Tensor(), 1), "depthwise_conv1d: weight is an undefined tensor");
+}

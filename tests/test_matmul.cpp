@@ -1,0 +1,157 @@
+#include "tests/gradcheck.h"
+
+using namespace hkt;
+using hkt::testing::gradcheck;
+using hkt::testing::max_abs_diff;
+using hkt::testing::random_tensor;
+
+namespace {
+
+// Triple-loop reference of gemm: op(a) op(b) per batch item, a 2-D operand shared.
+std::vector<double> reference_gemm(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  auto va = a.to_vector<double>(), vb = b.to_vector<double>();
+  const int64_t ra = a.size(-2), ca = a.size(-1), rb = b.size(-2), cb = b.size(-1);
+  const int64_t m = ta ? ca : ra, k = ta ? ra : ca, n = tb ? rb : cb;
+  const Tensor& batched = a.dim() > 2 ? a : b;
+  const int64_t batch = shape_numel(Shape(batched.shape().begin(), batched.shape().end() - 2));
+  std::vector<double> out(static_cast<size_t>(batch * m * n));
+  for (int64_t i = 0; i < batch; ++i) {
+    const double* pa = va.data() + (a.dim() > 2 ? i * ra * ca : 0);
+    const double* pb = vb.data() + (b.dim() > 2 ? i * rb * cb : 0);
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t c = 0; c < n; ++c) {
+        double total = 0;
+        for (int64_t p = 0; p < k; ++p) total += (ta ? pa[p * ca + r] : pa[r * ca + p]) * (tb ? pb[c * cb + p] : pb[p * cb + c]);
+        out[static_cast<size_t>((i * m + r) * n + c)] = total;
+      }
+  }
+  return out;
+}
+
+Shape stored_shape(Shape batch, int64_t rows, int64_t cols, bool transposed) {
+  batch.push_back(transposed ? cols : rows);
+  batch.push_back(transposed ? rows : cols);
+  return batch;
+}
+
+struct GemmCase {
+  Shape batch_a, batch_b;  // {} for a 2-D (shared) operand
+  int64_t m, k, n;
+};
+
+const GemmCase kCases[] = {
+    {{}, {}, 3, 5, 2},     {{}, {}, 1, 1, 1},       {{}, {}, 1, 7, 1},   {{}, {}, 5, 1, 3},
+    {{2}, {2}, 3, 4, 5},   {{2, 3}, {2, 3}, 1, 3, 2}, {{3}, {}, 4, 5, 3},  {{2, 2}, {}, 3, 1, 2},
+    {{}, {3}, 2, 3, 4},    {{4}, {}, 1, 9, 1},
+};
+
+}  // namespace
+
+TEST_CASE("gemm matches a triple-loop reference for every transpose and batch layout") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const double tolerance = dtype == DType::Float32 ? 1e-4 : 1e-12;
+    for (const GemmCase& c : kCases)
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          Tensor a = random_tensor(stored_shape(c.batch_a, c.m, c.k, ta), 1, dtype);
+          Tensor b = random_tensor(stored_shape(c.batch_b, c.k, c.n, tb), 2, dtype);
+          INFO(a.str() << (ta ? "ᵀ" : "") << " x " << b.str() << (tb ? "ᵀ" : ""));
+          Tensor out = gemm(a, b, ta, tb);
+          Shape expected_shape = stored_shape(c.batch_a.empty() ? c.batch_b : c.batch_a, c.m, c.n, false);
+          CHECK(out.shape() == expected_shape);
+          CHECK(out.dtype() == dtype);
+          CHECK(max_abs_diff(out, reference_gemm(a, b, ta, tb)) < tolerance);
+          if (!ta && !tb) CHECK(max_abs_diff(matmul(a, b), out) == 0);
+        }
+  }
+}
+
+TEST_CASE("linear is x Wᵀ + b over any leading dims") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const double tolerance = dtype == DType::Float32 ? 1e-4 : 1e-12;
+    for (Shape x_shape : {Shape{7}, Shape{4, 7}, Shape{2, 3, 7}, Shape{1, 1, 7}}) {
+      INFO(dtype_name(dtype) << " x " << shape_str(x_shape));
+      Tensor x = random_tensor(x_shape, 3, dtype), w = random_tensor({5, 7}, 4, dtype),
+             bias = random_tensor({5}, 5, dtype);
+      Tensor y = linear(x, w, bias);
+      Shape out_shape = x_shape;
+      out_shape.back() = 5;
+      REQUIRE(y.shape() == out_shape);
+      auto vx = x.to_vector<double>(), vw = w.to_vector<double>(), vb = bias.to_vector<double>();
+      std::vector<double> expected;
+      for (int64_t row = 0; row < x.numel() / 7; ++row)
+        for (int64_t o = 0; o < 5; ++o) {
+          double total = vb[o];
+          for (int64_t i = 0; i < 7; ++i) total += vx[row * 7 + i] * vw[o * 7 + i];
+          expected.push_back(total);
+        }
+      CHECK(max_abs_diff(y, expected) < tolerance);
+      CHECK(max_abs_diff(linear(x, w), sub(y, bias)) < tolerance);
+    }
+  }
+}
+
+TEST_CASE("gemm with an empty inner dimension gives zeros") {
+  Tensor out = matmul(Tensor::ones({2, 3, 0}), Tensor::ones({2, 0, 4}));
+  CHECK(out.shape() == Shape{2, 3, 4});
+  CHECK(max_abs_diff(out, std::vector<double>(24, 0.0)) == 0);
+  CHECK(matmul(Tensor::ones({0, 3}), Tensor::ones({3, 2})).shape() == Shape{0, 2});
+}
+
+TEST_CASE("matmul: gradients for 2-D, batched and shared operands") {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{3, 4}, {4, 2}}, {{1, 1}, {1, 1}}, {{1, 5}, {5, 1}}, {{5, 1}, {1, 3}},
+      {{2, 3, 4}, {2, 4, 5}}, {{2, 1, 3, 2}, {2, 1, 2, 3}}, {{2, 3, 4}, {4, 5}}, {{3, 2, 1, 4}, {4, 1}},
+  };
+  for (auto [sa, sb] : cases) {
+    INFO(shape_str(sa) << " x " << shape_str(sb));
+    gradcheck([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },
+              {random_tensor(sa, 6), random_tensor(sb, 7)});
+  }
+}
+
+TEST_CASE("gemm: gradients for every transpose with batched and shared operands") {
+  for (const GemmCase& c : kCases)
+    for (bool ta : {false, true})
+      for (bool tb : {false, true}) {
+        Tensor a = random_tensor(stored_shape(c.batch_a, c.m, c.k, ta), 8);
+        Tensor b = random_tensor(stored_shape(c.batch_b, c.k, c.n, tb), 9);
+        INFO(a.str() << (ta ? "ᵀ" : "") << " x " << b.str() << (tb ? "ᵀ" : ""));
+        gradcheck([ta, tb](const std::vector<Tensor>& in) { return gemm(in[0], in[1], ta, tb); }, {a, b});
+      }
+}
+
+TEST_CASE("linear: gradients with and without bias") {
+  for (Shape x_shape : {Shape{6}, Shape{3, 6}, Shape{2, 3, 6}, Shape{1, 1, 6}}) {
+    INFO(shape_str(x_shape));
+    Tensor x = random_tensor(x_shape, 10), w = random_tensor({4, 6}, 11), bias = random_tensor({4}, 12);
+    gradcheck([](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); }, {x, w, bias});
+    gradcheck([](const std::vector<Tensor>& in) { return linear(in[0], in[1]); }, {x, w});
+  }
+  // Only the weight requires grad: x's gradient is skipped, W's still summed over rows.
+  Tensor x = random_tensor({2, 3, 6}, 13), w = random_tensor({1, 6}, 14);
+  w.requires_grad_(true);
+  sum(linear(x, w)).backward();
+  CHECK(!x.grad().defined());
+  CHECK(w.grad().shape() == Shape{1, 6});
+}
+
+TEST_CASE("matmul and linear reject bad input with the op and shapes named") {
+  Tensor a = Tensor::zeros({4, 3}), b = Tensor::zeros({5, 2});
+  REQUIRE_THROWS_WITH(matmul(a, b), "matmul: [4, 3] x [5, 2]: inner sizes 3 and 5 differ");
+  REQUIRE_THROWS_WITH(matmul(Tensor::zeros({3}), Tensor::zeros({3, 2})),
+                      "matmul: [3] x [3, 2]: both operands need at least 2 dims");
+  REQUIRE_THROWS_WITH(matmul(Tensor::zeros({2, 4, 3}), Tensor::zeros({3, 3, 2})),
+                      "matmul: [2, 4, 3] x [3, 3, 2]: batch dims [2] and [3] differ (they must be equal, or one "
+                      "operand 2-D)");
+  REQUIRE_THROWS_WITH(matmul(a, Tensor::zeros({3, 2}, DType::Float64)),
+                      "matmul: dtypes differ: float32[4, 3] on cpu, float64[3, 2] on cpu");
+  REQUIRE_THROWS_WITH(matmul(Tensor::zeros({4, 3}, DType::Int64), Tensor::zeros({3, 2}, DType::Int64)),
+                      "matmul: expected a float32 or float64 tensor, got int64[4, 3]");
+  REQUIRE_THROWS_WITH(gemm(a, Tensor::zeros({2, 3}), true, true), "gemm: [4, 3]ᵀ x [2, 3]ᵀ: inner sizes 4 and 3 differ");
+  REQUIRE_THROWS_WITH(linear(Tensor::zeros({4, 7}), Tensor::zeros({8, 5})), "linear: input [4, 7] but weight [8, 5]");
+  REQUIRE_THROWS_WITH(linear(Tensor::zeros({4, 5}), Tensor::zeros({8, 5}), Tensor::zeros({7})),
+                      "linear: weight [8, 5] but bias [7]");
+  REQUIRE_THROWS_WITH(linear(Tensor::zeros({4, 5}), Tensor::zeros({5})), "linear: weight [5] is not 2-D [out, in]");
+  REQUIRE_THROWS_WITH(linear(Tensor::zeros({4, 5}), Tensor()), "linear: weight is an undefined tensor");
+}
