@@ -92,9 +92,11 @@ TEST_CASE("cross_entropy: gradcheck of the fused path") {
     Tensor labels = random_labels(rows, classes, 28, DType::Int64);
     gradcheck([](const std::vector<Tensor>& in) { return cross_entropy(in[0], in[1]); }, {logits, labels});
     // Through a graph: the loss of a scaled input, used twice.
-    gradcheck([](const std::vector<Tensor>& in) { return add(cross_entropy(mul(in[0], 2.0), in[1]),
-                                                              cross_entropy(in[0], in[1])); },
-              {logits, labels});
+    gradcheck(
+        [](const std::vector<Tensor>& in) {
+          return add(cross_entropy(mul(in[0], 2.0), in[1]), cross_entropy(in[0], in[1]));
+        },
+        {logits, labels});
   }
 }
 
