@@ -1,0 +1,13 @@
+#pragma once
+// Masking, as torch.Tensor.masked_fill.
+#include "engine/tensor.h"
+
+namespace hkt {
+
+// out = value where mask ≠ 0, else x. mask may have any dtype and must
+// broadcast to x's shape (x's shape is the output's; e.g. a [B, 1, T] key
+// mask over [B, T, T] scores). value may be ±inf. The gradient passes to x
+// where the mask is zero and is zero where it filled; mask gets none.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+
+}  // namespace hkt

@@ -1,0 +1,157 @@
+// layer_norm: forward, fused backward and CPU kernels (llm.c's
+// layernorm_forward / layernorm_backward, with a deterministic reduction of
+// the parameter gradients).
+#include "ops/norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "engine/dispatch.h"
+#include "ops/common.h"
+
+namespace hkt {
+
+// x, out: [rows, D]; weight, bias: [D]; mean, rstd: [rows], saved for backward.
+using LayerNormKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& out,
+                             Tensor& mean, Tensor& rstd);
+// grad_out, grad_x: [rows, D]; grad_weight, grad_bias: [D].
+using LayerNormBackwardKernel = void(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+                                     const Tensor& grad_out, Tensor& grad_x, Tensor& grad_weight,
+                                     Tensor& grad_bias);
+
+// ---- CPU kernels ----------------------------------------------------------
+
+// mean = Σ x / D,  var = Σ (x − mean)² / D  (two passes: no cancellation),
+// rstd = 1 / sqrt(var + eps),  y = (x − mean) · rstd ⊙ weight + bias.
+// Saves mean and rstd per row (2 values a row) for the backward.
+void layer_norm_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& out,
+                    Tensor& mean, Tensor& rstd) {
+  visit_floating("layer_norm", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x.raw_data());
+    const T* w = static_cast<const T*>(weight.raw_data());
+    const T* b = static_cast<const T*>(bias.raw_data());
+    T* po = static_cast<T*>(out.raw_data());
+    T* pm = static_cast<T*>(mean.raw_data());
+    T* pr = static_cast<T*>(rstd.raw_data());
+    const int64_t width = weight.numel(), rows = mean.numel();
+#pragma omp parallel for if (rows * width > HKT_OMP_MIN_WORK)
+    for (int64_t n = 0; n < rows; ++n) {
+      const T* row = px + n * width;
+      T* y = po + n * width;
+      T total = 0;
+      for (int64_t d = 0; d < width; ++d) total += row[d];
+      const T m = total / static_cast<T>(width);
+      T squares = 0;
+      for (int64_t d = 0; d < width; ++d) squares += (row[d] - m) * (row[d] - m);
+      const T s = T(1) / std::sqrt(squares / static_cast<T>(width) + static_cast<T>(eps));
+      for (int64_t d = 0; d < width; ++d) y[d] = (row[d] - m) * s * w[d] + b[d];
+      pm[n] = m;
+      pr[n] = s;
+    }
+  });
+}
+
+// Rows per block of the parameter-gradient reduction: a constant, so that the
+// blocks and the order they are summed in do not depend on the thread count.
+constexpr int64_t kLayerNormRowsPerBlock = 32;
+
+// With x̂ = (x − mean) · rstd and dx̂ = g ⊙ weight, per row:
+//   dx = rstd · (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂))
+//   dweight = Σ_rows g ⊙ x̂,  dbias = Σ_rows g
+// Each block of rows sums its own partial dweight/dbias; the blocks are then
+// added in block order.
+void layer_norm_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+                             const Tensor& grad_out, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias) {
+  visit_floating("layer_norm_backward", x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = static_cast<const T*>(x.raw_data());
+    const T* w = static_cast<const T*>(weight.raw_data());
+    const T* pm = static_cast<const T*>(mean.raw_data());
+    const T* pr = static_cast<const T*>(rstd.raw_data());
+    const T* pg = static_cast<const T*>(grad_out.raw_data());
+    T* pdx = static_cast<T*>(grad_x.raw_data());
+    T* pdw = static_cast<T*>(grad_weight.raw_data());
+    T* pdb = static_cast<T*>(grad_bias.raw_data());
+    const int64_t width = weight.numel(), rows = mean.numel();
+    const int64_t blocks = (rows + kLayerNormRowsPerBlock - 1) / kLayerNormRowsPerBlock;
+    // [blocks, D] partial sums of dweight, then of dbias.
+    std::vector<T> partial_weight(static_cast<size_t>(blocks * width), T(0));
+    std::vector<T> partial_bias(static_cast<size_t>(blocks * width), T(0));
+#pragma omp parallel for if (rows * width > HKT_OMP_MIN_WORK)
+    for (int64_t block = 0; block < blocks; ++block) {
+      T* block_weight = partial_weight.data() + block * width;
+      T* block_bias = partial_bias.data() + block * width;
+      const int64_t end = std::min(rows, (block + 1) * kLayerNormRowsPerBlock);
+      for (int64_t n = block * kLayerNormRowsPerBlock; n < end; ++n) {
+        const T* row = px + n * width;
+        const T* g = pg + n * width;
+        T* dx = pdx + n * width;
+        const T m = pm[n], s = pr[n];
+        T dnorm_total = 0, dnorm_xhat_total = 0;
+        for (int64_t d = 0; d < width; ++d) {
+          const T xhat = (row[d] - m) * s, dnorm = g[d] * w[d];
+          dnorm_total += dnorm;
+          dnorm_xhat_total += dnorm * xhat;
+          block_weight[d] += g[d] * xhat;
+          block_bias[d] += g[d];
+        }
+        const T dnorm_mean = dnorm_total / static_cast<T>(width);
+        const T dnorm_xhat_mean = dnorm_xhat_total / static_cast<T>(width);
+        for (int64_t d = 0; d < width; ++d) {
+          const T xhat = (row[d] - m) * s;
+          dx[d] = s * (g[d] * w[d] - dnorm_mean - xhat * dnorm_xhat_mean);
+        }
+      }
+    }
+#pragma omp parallel for if (blocks * width > HKT_OMP_MIN_WORK)
+    for (int64_t d = 0; d < width; ++d) {
+      T weight_total = 0, bias_total = 0;
+      for (int64_t block = 0; block < blocks; ++block) {
+        weight_total += partial_weight[block * width + d];
+        bias_total += partial_bias[block * width + d];
+      }
+      pdw[d] = weight_total;
+      pdb[d] = bias_total;
+    }
+  });
+}
+
+HKT_REGISTER_KERNEL("layer_norm", DeviceType::CPU, layer_norm_cpu);
+HKT_REGISTER_KERNEL("layer_norm_backward", DeviceType::CPU, layer_norm_backward_cpu);
+
+// ---- ops ------------------------------------------------------------------
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  check_floating("layer_norm", x);
+  check_defined("layer_norm", weight, "weight");
+  check_defined("layer_norm", bias, "bias");
+  check_compatible("layer_norm", {x, weight, bias});
+  check(x.dim() >= 1, "layer_norm: input ", shape_str(x.shape()), " has no last axis to normalise");
+  const int64_t width = x.size(-1);
+  check(weight.shape() == Shape{width}, "layer_norm: input ", shape_str(x.shape()), " but weight ",
+        shape_str(weight.shape()));
+  check(bias.shape() == Shape{width}, "layer_norm: input ", shape_str(x.shape()), " but bias ",
+        shape_str(bias.shape()));
+  check(width > 0, "layer_norm: empty last axis in input ", shape_str(x.shape()));
+  check(eps >= 0, "layer_norm: eps must be >= 0, got ", eps);
+
+  const int64_t rows = x.numel() / width;
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());
+  Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());
+  dispatch::kernel<LayerNormKernel>("layer_norm", x.device())(x, weight, bias, eps, out, mean, rstd);
+  record("layer_norm", {x, weight, bias}, out,
+         [x = x.detach(), weight = weight.detach(), mean, rstd](const Tensor& g) -> std::vector<Tensor> {
+           Tensor grad_x = Tensor::empty(x.shape(), x.dtype(), x.device());
+           Tensor grad_weight = Tensor::empty(weight.shape(), weight.dtype(), weight.device());
+           Tensor grad_bias = Tensor::empty(weight.shape(), weight.dtype(), weight.device());
+           dispatch::kernel<LayerNormBackwardKernel>("layer_norm_backward", x.device())(
+               x, weight, mean, rstd, g, grad_x, grad_weight, grad_bias);
+           return {grad_x, grad_weight, grad_bias};
+         });
+  return out;
+}
+
+}  // namespace hkt

@@ -1,0 +1,19 @@
+#pragma once
+// softmax and log_softmax along one axis, numerically stable (the row maximum
+// is subtracted before exp; log_softmax uses log-sum-exp).
+//
+// A row that is entirely -inf (every key masked, SPEC §3) has no defined
+// softmax. We choose, as attention needs: softmax gives zeros there,
+// log_softmax gives -inf, and the gradient flowing back into that row is zero
+// (not NaN), so a fully padded query does not poison the rest of the batch.
+// Rows that are only partly -inf are ordinary: their -inf entries get weight 0.
+#include <cstdint>
+
+#include "engine/tensor.h"
+
+namespace hkt {
+
+Tensor softmax(const Tensor& x, int64_t axis);
+Tensor log_softmax(const Tensor& x, int64_t axis);
+
+}  // namespace hkt

@@ -1,0 +1,116 @@
+#include <omp.h>
+
+#include <cmath>
+
+#include "tests/gradcheck.h"
+
+using namespace hkt;
+using hkt::testing::gradcheck;
+using hkt::testing::max_abs_diff;
+using hkt::testing::random_tensor;
+
+namespace {
+
+// Plain two-pass LayerNorm over the last axis, in double.
+std::vector<double> layer_norm_reference(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  auto v = x.to_vector<double>(), w = weight.to_vector<double>(), b = bias.to_vector<double>();
+  const int64_t width = x.size(-1), rows = x.numel() / width;
+  std::vector<double> out(v.size());
+  for (int64_t n = 0; n < rows; ++n) {
+    double mean = 0, var = 0;
+    for (int64_t d = 0; d < width; ++d) mean += v[n * width + d];
+    mean /= width;
+    for (int64_t d = 0; d < width; ++d) var += (v[n * width + d] - mean) * (v[n * width + d] - mean);
+    var /= width;
+    for (int64_t d = 0; d < width; ++d)
+      out[n * width + d] = (v[n * width + d] - mean) / std::sqrt(var + eps) * w[d] + b[d];
+  }
+  return out;
+}
+
+const std::vector<Shape> kShapes = {{4, 7}, {1, 8}, {2, 3, 5}, {5, 1}, {1, 1}, {3, 64}, {6}};
+
+}  // namespace
+
+TEST_CASE("layer_norm matches a plain two-pass reference") {
+  for (const Shape& shape : kShapes) {
+    INFO(shape_str(shape));
+    const int64_t width = shape.back();
+    Tensor x = random_tensor(shape, 31), weight = random_tensor({width}, 32), bias = random_tensor({width}, 33);
+    CHECK(max_abs_diff(layer_norm(x, weight, bias), layer_norm_reference(x, weight, bias, 1e-5)) < 1e-13);
+    CHECK(max_abs_diff(layer_norm(x, weight, bias, 0.5), layer_norm_reference(x, weight, bias, 0.5)) < 1e-13);
+  }
+}
+
+TEST_CASE("layer_norm: a large offset does not cancel (two-pass variance)") {
+  Tensor x = add(random_tensor({3, 16}, 34, DType::Float32), 1e4);
+  Tensor weight = Tensor::ones({16}), bias = Tensor::zeros({16});
+  CHECK(max_abs_diff(layer_norm(x, weight, bias), layer_norm_reference(x, weight, bias, 1e-5)) < 2e-3);
+}
+
+TEST_CASE("layer_norm: gradients of input, weight and bias") {
+  for (const Shape& shape : kShapes) {
+    INFO(shape_str(shape));
+    const int64_t width = shape.back();
+    Tensor x = random_tensor(shape, 35), weight = random_tensor({width}, 36), bias = random_tensor({width}, 37);
+    gradcheck([](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2]); }, {x, weight, bias});
+  }
+  // More rows than one reduction block (32), and a graph that reuses the output.
+  Tensor x = random_tensor({70, 5}, 38), weight = random_tensor({5}, 39), bias = random_tensor({5}, 40);
+  gradcheck(
+      [](const std::vector<Tensor>& in) {
+        Tensor y = layer_norm(in[0], in[1], in[2]);
+        return mul(y, y);
+      },
+      {x, weight, bias});
+}
+
+TEST_CASE("layer_norm with D = 1: output is the bias, gradients finite (eps keeps rstd finite)") {
+  Tensor x = random_tensor({4, 1}, 41), weight = random_tensor({1}, 42), bias = random_tensor({1}, 43);
+  x.requires_grad_(true);
+  weight.requires_grad_(true);
+  Tensor y = layer_norm(x, weight, bias);
+  CHECK(max_abs_diff(y, std::vector<double>(4, bias.item())) == 0);
+  sum(y).backward();
+  for (double v : x.grad().to_vector<double>()) CHECK(v == 0.0);
+  CHECK(weight.grad().item() == 0.0);
+}
+
+TEST_CASE("layer_norm backward is bitwise the same for any thread count") {
+  Tensor x = random_tensor({200, 300}, 44, DType::Float32);
+  Tensor weight = random_tensor({300}, 45, DType::Float32), bias = random_tensor({300}, 46, DType::Float32);
+  Tensor g = random_tensor({200, 300}, 47, DType::Float32);
+  auto gradients = [&](int threads) {
+    const int previous = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    Tensor xs = x.detach(), ws = weight.detach(), bs = bias.detach();
+    for (Tensor* t : {&xs, &ws, &bs}) t->requires_grad_(true);
+    layer_norm(xs, ws, bs).backward(g);
+    omp_set_num_threads(previous);
+    return std::vector<std::vector<float>>{xs.grad().to_vector<float>(), ws.grad().to_vector<float>(),
+                                           bs.grad().to_vector<float>()};
+  };
+  auto one = gradients(1), many = gradients(4);
+  CHECK(one == many);
+  CHECK(max_abs_diff(layer_norm(x, weight, bias), layer_norm_reference(x, weight, bias, 1e-5)) < 1e-5);
+}
+
+TEST_CASE("layer_norm rejects bad input with the op and shapes named") {
+  Tensor x = Tensor::zeros({4, 7});
+  REQUIRE_THROWS_WITH(layer_norm(x, Tensor::ones({8}), Tensor::zeros({7})), "layer_norm: input [4, 7] but weight [8]");
+  REQUIRE_THROWS_WITH(layer_norm(x, Tensor::ones({7}), Tensor::zeros({7, 1})),
+                      "layer_norm: input [4, 7] but bias [7, 1]");
+  REQUIRE_THROWS_WITH(layer_norm(Tensor::zeros({}), Tensor::ones({1}), Tensor::zeros({1})),
+                      "layer_norm: input [] has no last axis to normalise");
+  REQUIRE_THROWS_WITH(layer_norm(Tensor::zeros({4, 0}), Tensor::ones({0}), Tensor::zeros({0})),
+                      "layer_norm: empty last axis in input [4, 0]");
+  REQUIRE_THROWS_WITH(layer_norm(x, Tensor::ones({7}, DType::Float64), Tensor::zeros({7})),
+                      Catch::Contains("layer_norm: dtypes differ"));
+  REQUIRE_THROWS_WITH(layer_norm(x, Tensor(), Tensor::zeros({7})), "layer_norm: weight is an undefined tensor");
+  REQUIRE_THROWS_WITH(layer_norm(x, Tensor::ones({7}), Tensor::zeros({7}), -1.0),
+                      "layer_norm: eps must be >= 0, got -1");
+}
+
+TEST_CASE("layer_norm on zero rows gives an empty result") {
+  CHECK(layer_norm(Tensor::zeros({0, 4}), Tensor::ones({4}), Tensor::zeros({4})).shape() == Shape{0, 4});
+}
