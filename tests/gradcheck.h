@@ -68,6 +68,34 @@ inline void gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& f
   }
 }
 
+// The same check for the parameters of a float64 module: d loss / d p at
+// `per_parameter` random coordinates of every parameter.
+inline void gradcheck_module(Module& module, const std::function<Tensor()>& loss_fn, int per_parameter = 2,
+                             GradcheckOptions options = {}) {
+  module.zero_grad();
+  loss_fn().backward();
+  Generator pick(options.seed);
+  NoGradGuard no_grad;
+  for (auto& [name, parameter] : module.named_parameters()) {
+    REQUIRE(parameter.dtype() == DType::Float64);
+    Tensor analytic = parameter.grad();
+    double* data = parameter.data<double>();
+    for (int sample = 0; sample < per_parameter; ++sample) {
+      const int64_t i = static_cast<int64_t>(pick.next_u64() % static_cast<uint64_t>(parameter.numel()));
+      const double saved = data[i];
+      data[i] = saved + options.eps;
+      double plus = loss_fn().item();
+      data[i] = saved - options.eps;
+      double minus = loss_fn().item();
+      data[i] = saved;
+      double numeric = (plus - minus) / (2 * options.eps);
+      double value = analytic.defined() ? analytic.to_vector<double>()[static_cast<size_t>(i)] : 0.0;
+      INFO(name << " " << parameter.str() << " coordinate " << i << ": analytic " << value << " numeric " << numeric);
+      CHECK(std::abs(numeric - value) <= options.atol + options.rtol * std::abs(numeric));
+    }
+  }
+}
+
 inline Tensor random_tensor(const Shape& shape, uint64_t seed, DType dtype = DType::Float64) {
   Generator generator(seed);
   return randn(shape, generator, dtype);

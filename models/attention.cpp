@@ -1,0 +1,71 @@
+#include "models/attention.h"
+
+#include <cmath>
+#include <limits>
+
+namespace hkt::models {
+
+SequenceMask SequenceMask::build(const Tensor& lengths_tensor, int64_t length, bool causal, DType dtype,
+                                 Device device) {
+  check(lengths_tensor.defined() && lengths_tensor.dim() == 1, "attention: lengths must be a 1-D tensor, got ",
+        lengths_tensor.defined() ? lengths_tensor.str() : "undefined");
+  check(!is_floating(lengths_tensor.dtype()), "attention: lengths must be integers, got ", lengths_tensor.str());
+  SequenceMask mask;
+  mask.lengths = lengths_tensor.to_vector<int64_t>();
+  mask.causal = causal;
+  const int64_t batch = static_cast<int64_t>(mask.lengths.size());
+  std::vector<double> padding(static_cast<size_t>(batch * length)), valid(padding.size());
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t n = mask.lengths[b];
+    check(n >= 1 && n <= length, "attention: length ", n, " of example ", b, " is outside [1, ", length, "]");
+    for (int64_t j = 0; j < length; ++j) {
+      padding[b * length + j] = j >= n ? 1.0 : 0.0;
+      valid[b * length + j] = j < n ? 1.0 : 0.0;
+    }
+  }
+  mask.key_padding = Tensor::from_doubles(padding, {batch, 1, 1, length}, dtype, device);
+  mask.valid_rows = Tensor::from_doubles(valid, {batch, length, 1}, dtype, device);
+  if (causal) {
+    std::vector<double> future(static_cast<size_t>(length * length));
+    for (int64_t i = 0; i < length; ++i)
+      for (int64_t j = 0; j < length; ++j) future[i * length + j] = j > i ? 1.0 : 0.0;
+    mask.future = Tensor::from_doubles(future, {1, 1, length, length}, dtype, device);
+  }
+  return mask;
+}
+
+Tensor mask_scores(const Tensor& scores, const SequenceMask& mask) {
+  const double minus_infinity = -std::numeric_limits<double>::infinity();
+  Tensor masked = masked_fill(scores, mask.key_padding, minus_infinity);
+  return mask.causal ? masked_fill(masked, mask.future, minus_infinity) : masked;
+}
+
+Tensor split_heads(const Tensor& x, int64_t heads) {
+  const int64_t batch = x.size(0), length = x.size(1), width = x.size(2);
+  return permute(reshape(x, {batch, length, heads, width / heads}), {0, 2, 1, 3});
+}
+
+Tensor merge_heads(const Tensor& x) {
+  const int64_t batch = x.size(0), heads = x.size(1), length = x.size(2), head_dim = x.size(3);
+  return reshape(permute(x, {0, 2, 1, 3}), {batch, length, heads * head_dim});
+}
+
+MHAAttention::MHAAttention(const ModelConfig& config, Generator& generator) : heads_(config.n_heads) {
+  q = register_module("q", std::make_shared<Linear>(config.d_model, config.d_model, generator));
+  k = register_module("k", std::make_shared<Linear>(config.d_model, config.d_model, generator));
+  v = register_module("v", std::make_shared<Linear>(config.d_model, config.d_model, generator));
+  o = register_module("o", std::make_shared<Linear>(config.d_model, config.d_model, generator));
+}
+
+Tensor MHAAttention::forward(const Tensor& x, const SequenceMask& mask) const {
+  // x: [B, T, d]; q, k, v: [B, H, T, dh]; scores: [B, H, T, T]
+  Tensor queries = split_heads(q->forward(x), heads_);
+  Tensor keys = split_heads(k->forward(x), heads_);
+  Tensor values = split_heads(v->forward(x), heads_);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(queries.size(3)));
+  Tensor scores = mask_scores(mul(gemm(queries, keys, false, true), scale), mask);
+  Tensor attended = matmul(softmax(scores, -1), values);
+  return o->forward(merge_heads(attended));
+}
+
+}  // namespace hkt::models

@@ -1,0 +1,29 @@
+#pragma once
+// The model configuration: the keys of SPEC section 6's `config` object.
+#include <cstdint>
+#include <string>
+
+namespace hkt::models {
+
+struct ModelConfig {
+  std::string attention = "hkt";  // "mha" or "hkt"
+  int64_t vocab = 18;
+  int64_t max_len = 512;
+  int64_t d_model = 64;
+  int64_t n_layers = 2;
+  int64_t n_heads = 4;
+  int64_t d_ff = 128;
+  int64_t classes = 10;
+  int64_t levels = 3;       // L, HKT only (level 0 is full resolution)
+  int64_t stride = 2;       // s
+  int64_t down_kernel = 3;  // k of the downsampling convolution (SPEC section 2)
+  int64_t conv_kernel = 5;  // kc of the hybrid head's convolution (SPEC section 4)
+  bool causal = false;
+
+  int64_t head_dim() const { return d_model / n_heads; }
+  // Throws hkt::Error naming the first key whose value is invalid.
+  void validate() const;
+  bool operator==(const ModelConfig&) const = default;
+};
+
+}  // namespace hkt::models

@@ -1,0 +1,117 @@
+#include "models/hkt_attention.h"
+
+#include <cmath>
+#include <string>
+
+namespace hkt::models {
+namespace {
+
+// 1 where level l's term is allowed in causal mode: q_l(i) ≥ 0 and k_l(j) ≤ q_l(i) (SPEC section 3).
+Tensor causal_allowed(const Tensor& query_map, const Tensor& key_map, DType dtype, Device device) {
+  auto q = query_map.to_vector<int64_t>(), k = key_map.to_vector<int64_t>();
+  const int64_t length = static_cast<int64_t>(q.size());
+  std::vector<double> allowed(static_cast<size_t>(length * length));
+  for (int64_t i = 0; i < length; ++i)
+    for (int64_t j = 0; j < length; ++j) allowed[i * length + j] = q[i] >= 0 && k[j] <= q[i] ? 1.0 : 0.0;
+  return Tensor::from_doubles(allowed, {1, 1, length, length}, dtype, device);
+}
+
+// β of head h on its dh channels: [H] → [d].
+Tensor channel_gates(const Tensor& gate_logit, int64_t head_dim) {
+  const int64_t heads = gate_logit.size(0);
+  Tensor gates = reshape(sigmoid(gate_logit), {heads, 1});
+  return reshape(broadcast_to(gates, {heads, head_dim}), {heads * head_dim});
+}
+
+}  // namespace
+
+LevelProjections::LevelProjections(int64_t d, Generator& generator) {
+  q = register_module("q", std::make_shared<Linear>(d, d, generator));
+  k = register_module("k", std::make_shared<Linear>(d, d, generator));
+}
+
+Downsample::Downsample(int64_t d, int64_t kernel, int64_t stride_, Generator& generator) : stride(stride_) {
+  const double std = 1.0 / std::sqrt(static_cast<double>(kernel));
+  weight = register_parameter("weight", randn({d, kernel}, generator, DType::Float32, Device::cpu(), 0.0, std));
+  bias = register_parameter("bias", Tensor::zeros({d}));
+  ln = register_module("ln", std::make_shared<LayerNorm>(d));
+}
+
+Tensor Downsample::forward(const Tensor& x) const {
+  return gelu(ln->forward(depthwise_conv1d(x, weight, bias, stride)));
+}
+
+CausalConv::CausalConv(int64_t d, int64_t kernel, Generator& generator) {
+  const double std = 1.0 / std::sqrt(static_cast<double>(kernel));
+  weight = register_parameter("weight", randn({d, kernel}, generator, DType::Float32, Device::cpu(), 0.0, std));
+  bias = register_parameter("bias", Tensor::zeros({d}));
+}
+
+HKTAttention::HKTAttention(const ModelConfig& config, Generator& generator) : config_(config) {
+  const int64_t d = config.d_model;
+  auto level_list = register_module("levels", std::make_shared<Module>());
+  for (int64_t l = 0; l < config.levels; ++l)
+    levels.push_back(level_list->register_module(std::to_string(l), std::make_shared<LevelProjections>(d, generator)));
+  v = register_module("v", std::make_shared<Linear>(d, d, generator));
+  o = register_module("o", std::make_shared<Linear>(d, d, generator));
+  if (config.levels > 1) {
+    auto down_list = register_module("down", std::make_shared<Module>());
+    for (int64_t l = 1; l < config.levels; ++l)
+      down.push_back(down_list->register_module(
+          std::to_string(l), std::make_shared<Downsample>(d, config.down_kernel, config.stride, generator)));
+  }
+  level_logits = register_parameter("level_logits", Tensor::zeros({config.n_heads, config.levels}));
+  conv = register_module("conv", std::make_shared<CausalConv>(d, config.conv_kernel, generator));
+  gate_logit = register_parameter("gate_logit", Tensor::zeros({config.n_heads}));
+}
+
+std::vector<Tensor> HKTAttention::level_inputs(const Tensor& x, const SequenceMask& mask) const {
+  std::vector<Tensor> inputs{mul(x, mask.valid_rows)};
+  for (const auto& downsample : down) inputs.push_back(downsample->forward(inputs.back()));
+  return inputs;
+}
+
+Tensor HKTAttention::scores_at_level(const std::vector<Tensor>& inputs, int64_t l) const {
+  Tensor queries = split_heads(levels[l]->q->forward(inputs[l]), config_.n_heads);
+  Tensor keys = split_heads(levels[l]->k->forward(inputs[l]), config_.n_heads);
+  return mul(gemm(queries, keys, false, true), 1.0 / std::sqrt(static_cast<double>(config_.head_dim())));
+}
+
+std::vector<Tensor> HKTAttention::level_scores(const Tensor& x, const SequenceMask& mask) const {
+  std::vector<Tensor> inputs = level_inputs(x, mask), scores;
+  for (int64_t l = 0; l < config_.levels; ++l) scores.push_back(scores_at_level(inputs, l));
+  return scores;
+}
+
+Tensor HKTAttention::fused_scores(const std::vector<Tensor>& inputs, const SequenceMask& mask) const {
+  const int64_t length = inputs[0].size(1), heads = config_.n_heads;
+  Tensor level_weights = softmax(level_logits, 1);  // λ [H, L]
+  Tensor fused;
+  for (int64_t l = 0; l < config_.levels; ++l) {
+    Tensor scores = scores_at_level(inputs, l);  // S^(l) [B, H, T_l, T_l]
+    if (l > 0) {
+      Tensor query_map = query_index_map(length, l, config_.stride, mask.causal, scores.device());
+      Tensor key_map = key_index_map(length, l, config_.stride, scores.device());
+      scores = upsample(upsample(scores, 2, query_map), 3, key_map);
+      if (mask.causal) scores = mul(scores, causal_allowed(query_map, key_map, scores.dtype(), scores.device()));
+    }
+    // Level 0 needs no allowed-mask: its disallowed pairs (j > i) are masked below.
+    Tensor term = mul(scores, reshape(slice(level_weights, 1, l, l + 1), {1, heads, 1, 1}));
+    fused = fused.defined() ? add(fused, term) : term;
+  }
+  return mask_scores(fused, mask);
+}
+
+Tensor HKTAttention::forward(const Tensor& x, const SequenceMask& mask) const {
+  // x: [B, T, d]. SPEC section 3 for the attention, section 4 for the hybrid head.
+  std::vector<Tensor> inputs = level_inputs(x, mask);
+  Tensor values = v->forward(inputs[0]);  // V from level 0 only, [B, T, d]
+  Tensor attention = softmax(fused_scores(inputs, mask), -1);
+  Tensor attended = merge_heads(matmul(attention, split_heads(values, config_.n_heads)));
+  Tensor convolved = conv->forward(values);
+  Tensor gates = channel_gates(gate_logit, config_.head_dim());
+  Tensor mixed = add(mul(attended, gates), mul(convolved, add(neg(gates), 1.0)));
+  return o->forward(mixed);
+}
+
+}  // namespace hkt::models

@@ -1,0 +1,60 @@
+#pragma once
+// HKT multi-scale attention (SPEC sections 2-4), composed from ops. Every
+// level's score matrix is materialised and upsampled to T × T: this is the
+// slow, obvious reference that fused kernels are checked against.
+#include <vector>
+
+#include "models/attention.h"
+
+namespace hkt::models {
+
+// One level's query and key projections: levels.{l}.{q,k}.
+struct LevelProjections : Module {
+  std::shared_ptr<Linear> q, k;
+  LevelProjections(int64_t d, Generator& generator);
+};
+
+// Causal strided downsampling to level l (SPEC section 2):
+// X^(l) = GELU(LayerNorm(depthwise_conv1d(X^(l-1), weight, bias, s))).
+struct Downsample : Module {
+  Parameter weight, bias;  // [d, k], [d]
+  std::shared_ptr<LayerNorm> ln;
+  int64_t stride;
+  Downsample(int64_t d, int64_t kernel, int64_t stride, Generator& generator);
+  Tensor forward(const Tensor& x) const;
+};
+
+// The hybrid head's causal depthwise convolution over V (SPEC section 4).
+struct CausalConv : Module {
+  Parameter weight, bias;  // [d, kc], [d]
+  CausalConv(int64_t d, int64_t kernel, Generator& generator);
+  Tensor forward(const Tensor& x) const { return depthwise_conv1d(x, weight, bias, 1); }
+};
+
+class HKTAttention : public Attention {
+ public:
+  HKTAttention(const ModelConfig& config, Generator& generator);
+  Tensor forward(const Tensor& x, const SequenceMask& mask) const override;
+
+  // S^(l) of every level, [B, H, T_l, T_l], before upsampling (for inspection and tests).
+  std::vector<Tensor> level_scores(const Tensor& x, const SequenceMask& mask) const;
+
+  std::vector<std::shared_ptr<LevelProjections>> levels;  // l = 0 … L−1
+  std::vector<std::shared_ptr<Downsample>> down;          // index l − 1 for l = 1 … L−1
+  std::shared_ptr<Linear> v, o;
+  std::shared_ptr<CausalConv> conv;
+  Parameter level_logits;  // [H, L]; λ = softmax over levels
+  Parameter gate_logit;    // [H]; β = sigmoid
+
+ private:
+  // X^(0) … X^(L−1); X^(0) is x with padded rows zeroed.
+  std::vector<Tensor> level_inputs(const Tensor& x, const SequenceMask& mask) const;
+  // S^(l) = Q^(l) K^(l)ᵀ / sqrt(dh), [B, H, T_l, T_l]
+  Tensor scores_at_level(const std::vector<Tensor>& inputs, int64_t l) const;
+  // Σ_l λ_l S^(l)[q_l(i), k_l(j)] · [term l allowed], [B, H, T, T] (SPEC section 3).
+  Tensor fused_scores(const std::vector<Tensor>& inputs, const SequenceMask& mask) const;
+
+  ModelConfig config_;
+};
+
+}  // namespace hkt::models
