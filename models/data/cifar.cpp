@@ -16,6 +16,8 @@ void append_records(Dataset& data, const std::string& path, CifarPixels pixels) 
         ")");
   const auto records = static_cast<size_t>(size / kCifarRecordBytes);
   const auto T = static_cast<size_t>(data.seq_len);
+  check(static_cast<int64_t>(data.tokens.size() + records * T) <= kMaxDatasetTokens, who, ": ", records,
+        " more records would need more than the limit of ", kMaxDatasetTokens, " tokens");
   data.tokens.reserve(data.tokens.size() + records * T);
   const auto* base = reinterpret_cast<const uint8_t*>(bytes.data());
   for (size_t r = 0; r < records; ++r) {

@@ -12,6 +12,10 @@
 
 namespace hkt::data {
 
+// The most tokens (count × seq_len) a reader allocates: 4 GiB of int32. Every
+// real split here is far below it (LRA ListOps 96000 × 2000 ≈ 2^27.5).
+inline constexpr int64_t kMaxDatasetTokens = int64_t{1} << 30;
+
 struct Dataset {
   int64_t count = 0, seq_len = 0, vocab = 0, classes = 0;
   int32_t pad_id = 0;

@@ -17,8 +17,16 @@ bool has_gzip_magic(const std::string& bytes) {
 std::string gunzip(const std::string& compressed, const std::string& who, uint64_t max_bytes) {
   z_stream stream{};
   check(inflateInit2(&stream, 15 + 16) == Z_OK, who, ": zlib inflateInit2 failed");
-  std::string out(static_cast<size_t>(std::min<uint64_t>(max_bytes, std::max<uint64_t>(4 * compressed.size(), 4096))),
-                  '\0');
+  // The trailer's ISIZE (the last member's size mod 2^32) sizes the buffer for
+  // the usual single-member file; one spare byte lets inflate reach the end
+  // without a regrow. Deflate expands at most 1032:1, which bounds the hint.
+  uint64_t hint = 4096;
+  if (compressed.size() >= 18) {
+    const auto* tail = reinterpret_cast<const uint8_t*>(compressed.data() + compressed.size() - 4);
+    hint = (uint64_t{tail[3]} << 24 | uint64_t{tail[2]} << 16 | uint64_t{tail[1]} << 8 | tail[0]) + 1;
+  }
+  hint = std::clamp<uint64_t>(hint, 4096, std::max<uint64_t>(4096, 1032 * uint64_t{compressed.size()}));
+  std::string out(static_cast<size_t>(std::min(max_bytes, hint)), '\0');
   size_t produced = 0, consumed = 0;
   auto error = [&](const auto&... parts) {
     inflateEnd(&stream);
@@ -27,7 +35,7 @@ std::string gunzip(const std::string& compressed, const std::string& who, uint64
   for (;;) {
     if (produced == out.size()) {
       if (out.size() >= max_bytes) error("decompresses to more than ", max_bytes, " bytes");
-      out.resize(static_cast<size_t>(std::min<uint64_t>(max_bytes, 2 * static_cast<uint64_t>(out.size()))));
+      out.resize(static_cast<size_t>(std::min<uint64_t>(max_bytes, 2 * uint64_t{out.size()})));
     }
     // zlib counts in 32-bit uInt: feed and drain at most 1 GiB at a time.
     const size_t in_chunk = std::min<size_t>(compressed.size() - consumed, size_t{1} << 30);
@@ -102,8 +110,8 @@ IdxArray read_idx(const std::string& path) {
   for (uint32_t axis = 0; axis < rank; ++axis) {
     const uint32_t extent = big_endian_u32(bytes, 4 + 4 * axis);
     array.dims.push_back(extent);
-    elements *= extent;  // each extent < 2^32 and at most 4 of them, but stop early past the file size
-    check(elements <= size, who, ": dims ", shape_of(array.dims), "... promise more than the file's ", size, " bytes");
+    elements *= extent;  // < 2^64: the running product is checked to stay ≤ 2^32, each extent is < 2^32
+    check(elements <= (uint64_t{1} << 32), who, ": dims ", shape_of(array.dims), "... promise more than 2^32 bytes");
   }
   check(size >= header + elements, who, ": truncated: dims ", shape_of(array.dims), " promise ", elements,
         " data bytes ending at byte offset ", header + elements, " but the file ends at byte offset ", size);
@@ -123,6 +131,8 @@ Dataset load_fashion_mnist(const std::string& directory, bool train) {
         "load_fashion_mnist: ", images_path, ": dims ", shape_of(images.dims), ", expected [n, 28, 28] with n >= 1");
   check(labels.dims.size() == 1 && labels.dims[0] == images.dims[0], "load_fashion_mnist: ", labels_path, ": dims ",
         shape_of(labels.dims), " but the images are ", shape_of(images.dims));
+  check(static_cast<int64_t>(images.values.size()) <= kMaxDatasetTokens, "load_fashion_mnist: ", images_path,
+        ": ", images.values.size(), " pixels, more than the limit of ", kMaxDatasetTokens, " tokens");
   Dataset data;
   data.count = images.dims[0];
   data.seq_len = 28 * 28;

@@ -26,8 +26,8 @@ Dataset load_imdb(const std::string& directory, bool train, int64_t seq_len) {
   check(std::filesystem::is_directory(split), "load_imdb: ", split.string(), ": no such folder");
   const std::vector<std::filesystem::path> classes[2] = {review_files(split / "neg"), review_files(split / "pos")};
   const auto count = static_cast<int64_t>(classes[0].size() + classes[1].size());
-  check(count * seq_len <= (int64_t{1} << 32), "load_imdb: ", count, " reviews of ", seq_len,
-        " tokens would need more than 2^32 tokens");
+  check(count * seq_len <= kMaxDatasetTokens, "load_imdb: ", count, " reviews of ", seq_len,
+        " tokens would need more than the limit of ", kMaxDatasetTokens, " tokens");
 
   Dataset data;
   data.count = count;

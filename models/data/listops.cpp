@@ -151,14 +151,13 @@ Dataset load_listops(const std::string& path, int64_t seq_len) {
 
   // Each example needs a line, so the line count bounds the allocation.
   const auto line_count = static_cast<int64_t>(std::count(text.begin(), text.end(), '\n')) + 1;
-  check(line_count * seq_len <= (int64_t{1} << 32), who, ": ", line_count, " lines of up to ", seq_len,
-        " tokens would need more than 2^32 tokens");
+  check(line_count * seq_len <= kMaxDatasetTokens, who, ": ", line_count, " lines of ", seq_len,
+        " tokens could need more than the limit of ", kMaxDatasetTokens, " tokens");
   Dataset data;
   data.seq_len = seq_len;
   data.vocab = kListOpsVocab;
   data.classes = kListOpsClasses;
   data.pad_id = 0;
-  data.tokens.reserve(static_cast<size_t>(line_count * seq_len));
 
   size_t start = 0;
   for (int64_t line_number = 1; start < text.size(); ++line_number) {
