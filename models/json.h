@@ -106,4 +106,13 @@ std::string to_json(const Json& value);
 // write_json_line(log, Json::object({{"step", 10}, {"loss", 0.5}})).
 void write_json_line(std::ostream& out, const Json& fields);
 
+namespace json_detail {  // shared by json.cpp and json_parse.cpp
+// "parent.key" and "parent[index]", cut to their last 160 bytes.
+std::string member_path(const std::string& parent, std::string_view key);
+std::string element_path(const std::string& parent, size_t index);
+// The length of the well-formed UTF-8 sequence at text[pos] (RFC 3629: no
+// overlong forms, no surrogates, nothing above U+10FFFF), or 0 if there is none.
+size_t utf8_sequence_length(std::string_view text, size_t pos);
+}  // namespace json_detail
+
 }  // namespace hkt
