@@ -1,0 +1,274 @@
+#include "models/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "models/json.h"
+
+namespace hkt {
+namespace {
+
+// The data section is the host's memory image of each tensor.
+static_assert(std::endian::native == std::endian::little, "safetensors: data is little-endian, as is this host");
+
+const char* dtype_code(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return "F32";
+    case DType::Float64: return "F64";
+    case DType::Int32: return "I32";
+    case DType::Int64: return "I64";
+  }
+  return "?";
+}
+
+bool parse_dtype_code(const std::string& code, DType& dtype) {
+  for (DType candidate : {DType::Float32, DType::Float64, DType::Int32, DType::Int64})
+    if (code == dtype_code(candidate)) {
+      dtype = candidate;
+      return true;
+    }
+  return false;
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+// A file descriptor closed on scope exit.
+struct FileDescriptor {
+  int fd = -1;
+  explicit FileDescriptor(int fd_) : fd(fd_) {}
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+void write_all(int fd, const void* data, size_t size, const std::string& path) {
+  const char* bytes = static_cast<const char*>(data);
+  while (size > 0) {
+    ssize_t written = ::write(fd, bytes, size);
+    if (written < 0 && errno == EINTR) continue;
+    if (written <= 0) fail("save_safetensors: ", path, ": write failed: ", errno_text());
+    bytes += written;
+    size -= static_cast<size_t>(written);
+  }
+}
+
+void read_all_at(int fd, void* data, size_t size, uint64_t offset, const std::string& path) {
+  char* bytes = static_cast<char*>(data);
+  while (size > 0) {
+    ssize_t got = ::pread(fd, bytes, size, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail("load_safetensors: ", path, ": read failed at byte ", offset, ": ", errno_text());
+    if (got == 0) fail("load_safetensors: ", path, ": file ended at byte ", offset, " while reading");
+    bytes += got;
+    offset += static_cast<uint64_t>(got);
+    size -= static_cast<size_t>(got);
+  }
+}
+
+// Makes the rename itself durable; best effort (some filesystems refuse).
+void sync_directory_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  const std::string directory = slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  FileDescriptor dir(::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.fd >= 0) ::fsync(dir.fd);
+}
+
+std::string build_header(const NamedTensors& tensors, const std::vector<Tensor>& host,
+                         const std::map<std::string, std::string>& metadata) {
+  Json::Object members;
+  if (!metadata.empty()) {
+    Json::Object strings;
+    for (const auto& [key, value] : metadata) strings.emplace_back(key, Json(value));
+    members.emplace_back("__metadata__", Json(std::move(strings)));
+  }
+  uint64_t offset = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    Json shape = Json::array();
+    for (int64_t extent : host[i].shape()) shape.push_back(extent);
+    const uint64_t end = offset + host[i].nbytes();
+    members.emplace_back(tensors[i].first, Json::object({{"dtype", dtype_code(host[i].dtype())},
+                                                          {"shape", std::move(shape)},
+                                                          {"data_offsets", Json::array({offset, end})}}));
+    offset = end;
+  }
+  // Padded with spaces to a multiple of 8 bytes, as the reference library writes it.
+  std::string text = to_json(Json(std::move(members)));
+  text.append((8 - text.size() % 8) % 8, ' ');
+  return text;
+}
+
+}  // namespace
+
+void save_safetensors(const std::string& path, const NamedTensors& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  std::set<std::string> names;
+  std::vector<Tensor> host;
+  for (const auto& [name, tensor] : tensors) {
+    check(name != "__metadata__", "save_safetensors: ", path, ": \"__metadata__\" is reserved, not a tensor name");
+    check(names.insert(name).second, "save_safetensors: ", path, ": duplicate tensor name \"", name, "\"");
+    check(tensor.defined(), "save_safetensors: ", path, ": tensor \"", name, "\" is undefined");
+    host.push_back(tensor.detach().to(Device::cpu()));
+  }
+  const std::string header = build_header(tensors, host, metadata);
+  unsigned char length_bytes[8];
+  for (int i = 0; i < 8; ++i) length_bytes[i] = static_cast<unsigned char>(static_cast<uint64_t>(header.size()) >> (8 * i));
+
+  const std::string temporary = path + ".tmp";
+  try {
+    FileDescriptor file(::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (file.fd < 0) fail("save_safetensors: ", temporary, ": cannot open for writing: ", errno_text());
+    write_all(file.fd, length_bytes, sizeof length_bytes, temporary);
+    write_all(file.fd, header.data(), header.size(), temporary);
+    for (const Tensor& tensor : host)
+      if (tensor.nbytes() > 0) write_all(file.fd, tensor.raw_data(), tensor.nbytes(), temporary);
+    if (::fsync(file.fd) != 0) fail("save_safetensors: ", temporary, ": fsync failed: ", errno_text());
+    const int fd = file.fd;
+    file.fd = -1;
+    if (::close(fd) != 0) fail("save_safetensors: ", temporary, ": close failed: ", errno_text());
+    if (::rename(temporary.c_str(), path.c_str()) != 0)
+      fail("save_safetensors: cannot rename ", temporary, " to ", path, ": ", errno_text());
+  } catch (...) {
+    ::unlink(temporary.c_str());
+    throw;
+  }
+  sync_directory_of(path);
+}
+
+namespace {
+
+struct TensorEntry {
+  std::string name;
+  DType dtype = DType::Float32;
+  Shape shape;
+  uint64_t begin = 0, end = 0;
+};
+
+// One header member; errors say what is wrong, the caller adds file and name.
+TensorEntry parse_entry(const std::string& name, const Json& info, uint64_t data_length) {
+  TensorEntry entry;
+  entry.name = name;
+  check(info.is_object(), "expected an object with dtype, shape and data_offsets, got ", info.type_name());
+  for (const char* key : {"dtype", "shape", "data_offsets"}) check(info.contains(key), "missing \"", key, "\"");
+
+  const std::string& code = info.at("dtype").as_string();
+  check(parse_dtype_code(code, entry.dtype), "unsupported dtype \"", code, "\" (expected F32, F64, I32 or I64)");
+
+  int64_t elements = 1;
+  for (const Json& extent : info.at("shape").as_array()) {
+    const int64_t value = extent.as_int();
+    check(value >= 0, "shape has a negative entry ", value);
+    entry.shape.push_back(value);
+    check(!__builtin_mul_overflow(elements, value, &elements), "shape ", shape_str(entry.shape),
+          "... has more elements than fit in 64 bits");
+  }
+  int64_t bytes = 0;
+  check(!__builtin_mul_overflow(elements, static_cast<int64_t>(dtype_size(entry.dtype)), &bytes), "shape ",
+        shape_str(entry.shape), " of ", code, " has more bytes than fit in 64 bits");
+
+  const Json::Array& offsets = info.at("data_offsets").as_array();
+  check(offsets.size() == 2, "data_offsets has ", offsets.size(), " entries, expected 2 (begin, end)");
+  const int64_t begin = offsets[0].as_int(), end = offsets[1].as_int();
+  check(begin >= 0 && end >= 0, "data_offsets [", begin, ", ", end, "] are negative");
+  check(begin <= end, "data_offsets [", begin, ", ", end, "] are reversed");
+  check(static_cast<uint64_t>(end) <= data_length, "data_offsets [", begin, ", ", end,
+        "] are out of range: the data section holds ", data_length, " bytes");
+  check(end - begin == bytes, "shape ", shape_str(entry.shape), " of ", code, " needs ", bytes,
+        " bytes but data_offsets [", begin, ", ", end, "] span ", end - begin);
+  entry.begin = static_cast<uint64_t>(begin);
+  entry.end = static_cast<uint64_t>(end);
+  return entry;
+}
+
+void parse_metadata(const std::string& path, const Json& value, std::map<std::string, std::string>& metadata) {
+  if (value.is_null()) return;  // the reference reads a null __metadata__ as none
+  check(value.is_object(), "load_safetensors: ", path, ": __metadata__ is ", value.type_name(), ", expected an object");
+  for (const auto& [key, item] : value.as_object()) {
+    check(item.is_string(), "load_safetensors: ", path, ": __metadata__ value of \"", key, "\" is ", item.type_name(),
+          ", expected a string");
+    metadata[key] = item.as_string();
+  }
+}
+
+}  // namespace
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (file.fd < 0) fail("load_safetensors: ", path, ": cannot open: ", errno_text());
+  struct stat status {};
+  if (::fstat(file.fd, &status) != 0) fail("load_safetensors: ", path, ": cannot stat: ", errno_text());
+  check(S_ISREG(status.st_mode), "load_safetensors: ", path, ": not a regular file");
+  const uint64_t file_size = static_cast<uint64_t>(status.st_size);
+
+  check(file_size >= 8, "load_safetensors: ", path, ": file is ", file_size,
+        " bytes, shorter than the 8-byte header length");
+  unsigned char length_bytes[8];
+  read_all_at(file.fd, length_bytes, 8, 0, path);
+  uint64_t header_length = 0;
+  for (int i = 7; i >= 0; --i) header_length = (header_length << 8) | length_bytes[i];
+  check(header_length <= kSafetensorsMaxHeader, "load_safetensors: ", path, ": header length ", header_length,
+        " at byte 0 is larger than the limit of ", kSafetensorsMaxHeader, " bytes");
+  check(header_length <= file_size - 8, "load_safetensors: ", path, ": header length ", header_length,
+        " at byte 0 runs past the end of the file (", file_size, " bytes)");
+
+  std::string header_text(header_length, '\0');
+  read_all_at(file.fd, header_text.data(), header_text.size(), 8, path);
+  Json header;
+  try {
+    header = parse_json(header_text);
+  } catch (const JsonParseError& error) {
+    fail("load_safetensors: ", path, ": header is not valid JSON at byte ", 8 + error.offset, ": ", error.reason);
+  }
+  check(header.is_object(), "load_safetensors: ", path, ": header at byte 8 is ", header.type_name(),
+        ", expected an object");
+
+  const uint64_t data_start = 8 + header_length, data_length = file_size - data_start;
+  SafetensorsFile result;
+  std::vector<TensorEntry> entries;
+  for (const auto& [name, info] : header.as_object()) {
+    if (name == "__metadata__") {
+      parse_metadata(path, info, result.metadata);
+      continue;
+    }
+    try {
+      entries.push_back(parse_entry(name, info, data_length));
+    } catch (const Error& error) {
+      fail("load_safetensors: ", path, ": tensor \"", name, "\": ", error.what());
+    }
+  }
+
+  // The tensors must tile the data section: sorted by offset, each begins
+  // where the previous one ended, and the last ends at the end of the file.
+  std::stable_sort(entries.begin(), entries.end(), [](const TensorEntry& a, const TensorEntry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t covered = 0;
+  const std::string* previous = nullptr;
+  for (const TensorEntry& entry : entries) {
+    check(entry.begin >= covered, "load_safetensors: ", path, ": tensor \"", entry.name, "\" data_offsets [",
+          entry.begin, ", ", entry.end, "] overlap tensor \"", previous ? *previous : "", "\"");
+    check(entry.begin == covered, "load_safetensors: ", path, ": data bytes [", covered, ", ", entry.begin,
+          ") (file offset ", data_start + covered, ") before tensor \"", entry.name, "\" belong to no tensor");
+    covered = entry.end;
+    previous = &entry.name;
+  }
+  check(covered == data_length, "load_safetensors: ", path, ": ", data_length - covered,
+        " data bytes at file offset ", data_start + covered, " after the last tensor belong to no tensor");
+
+  for (const TensorEntry& entry : entries) {
+    Tensor tensor = Tensor::empty(entry.shape, entry.dtype);
+    if (tensor.nbytes() > 0) read_all_at(file.fd, tensor.raw_data(), tensor.nbytes(), data_start + entry.begin, path);
+    result.tensors.emplace_back(entry.name, std::move(tensor));
+  }
+  return result;
+}
+
+}  // namespace hkt
