@@ -3,6 +3,10 @@
 #include <cstdint>
 #include <string>
 
+namespace hkt {
+class Json;
+}
+
 namespace hkt::models {
 
 struct ModelConfig {
@@ -25,5 +29,10 @@ struct ModelConfig {
   void validate() const;
   bool operator==(const ModelConfig&) const = default;
 };
+
+// The config object of SPEC section 6 (every key, in SPEC order), and back;
+// from_json throws naming a missing key or a value of the wrong type.
+Json config_to_json(const ModelConfig& config);
+ModelConfig config_from_json(const Json& json);
 
 }  // namespace hkt::models

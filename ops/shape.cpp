@@ -41,16 +41,19 @@ void permute_cpu(const Tensor& x, const std::vector<int64_t>& dims, Tensor& out)
     stride *= x.size(axis);
   }
   for (size_t k = 0; k < dims.size(); ++k) strides[k] = contiguous[dims[k]];
-  const size_t element = dtype_size(x.dtype());
   const int64_t length = out.dim() == 0 ? 1 : out.shape().back();
   const int64_t step = out.dim() == 0 ? 0 : strides.back();
-  const char* px = static_cast<const char*>(x.raw_data());
-  char* po = static_cast<char*>(out.raw_data());
-  for_each_broadcast_row(out.shape(), strides, strides, [&](int64_t row, int64_t offset, int64_t) {
-    for (int64_t j = 0; j < length; ++j)
-      std::memcpy(po + static_cast<size_t>(row * length + j) * element,
-                  px + static_cast<size_t>(offset + j * step) * element, element);
-  });
+  // Elements move as same-sized integers: permute is dtype-blind.
+  auto move = [&](auto word) {
+    using Word = decltype(word);
+    const Word* px = static_cast<const Word*>(x.raw_data());
+    Word* po = static_cast<Word*>(out.raw_data());
+    for_each_broadcast_row(out.shape(), strides, strides, [&](int64_t row, int64_t offset, int64_t) {
+      for (int64_t j = 0; j < length; ++j) po[row * length + j] = px[offset + j * step];
+    });
+  };
+  if (dtype_size(x.dtype()) == 4) move(uint32_t{});
+  else move(uint64_t{});
 }
 
 HKT_REGISTER_KERNEL("axis_copy", DeviceType::CPU, axis_copy_cpu);

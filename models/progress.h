@@ -1,0 +1,28 @@
+#pragma once
+// Training progress on stdout: a bar redrawn in place on a terminal (step
+// rate, loss, ETA), plain periodic lines when stdout is a file or a pipe.
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace hkt::models {
+
+class Progress {
+ public:
+  // `every`: how often (in steps) a plain line is printed when not on a terminal.
+  Progress(int64_t total_steps, int64_t every);
+  void update(int64_t step, int64_t epoch, double loss, double lr);
+  void message(const std::string& line);  // a full line (evaluations), above the bar
+  void finish();
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  int64_t total_, every_, first_step_ = -1;
+  bool terminal_;
+  bool bar_drawn_ = false;
+  Clock::time_point start_, last_draw_;
+};
+
+std::string format_duration(double seconds);  // "1:02:03" or "02:03"
+
+}  // namespace hkt::models

@@ -1,0 +1,168 @@
+// models::train: the loop of tools/hkt-train. Data order, learning rate and
+// parameters depend only on the seed, the step and the thread count, so a
+// resumed run continues exactly where the checkpoint left off.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "models/checkpoint.h"
+#include "models/json.h"
+#include "models/progress.h"
+#include "models/schedule.h"
+#include "models/training.h"
+
+namespace hkt::models {
+namespace {
+
+namespace fs = std::filesystem;
+
+Json options_json(const TrainOptions& o) {
+  return Json::object({{"task", o.task},
+                       {"data", o.data},
+                       {"seq_len", o.seq_len},
+                       {"batch", o.batch},
+                       {"epochs", o.epochs},
+                       {"steps", o.steps},
+                       {"train_limit", o.train_limit},
+                       {"lr", o.lr},
+                       {"warmup", o.warmup},
+                       {"weight_decay", o.weight_decay},
+                       {"clip", o.clip},
+                       {"seed", static_cast<double>(o.seed)},
+                       {"threads", o.threads},
+                       {"model", config_to_json(o.model)}});
+}
+
+// Keeps the metrics lines up to `step` (a resumed run rewrites what follows).
+void truncate_metrics(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return;
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    try {
+      if (parse_json(line).at("step").as_int() <= step) kept += line + "\n";
+    } catch (const Error&) {
+      break;  // a line cut short by a crash ends the usable log
+    }
+  }
+  in.close();
+  std::ofstream(path, std::ios::trunc) << kept;
+}
+
+std::string format_evaluation(const char* split, int64_t step, const Evaluation& e) {
+  char line[160];
+  std::snprintf(line, sizeof line, "eval %s  step %lld  loss %.4f  accuracy %.4f  (%lld examples)", split,
+                (long long)step, e.loss, e.accuracy, (long long)e.examples);
+  return line;
+}
+
+}  // namespace
+
+Evaluation train(const TrainOptions& options) {
+  check(options.batch >= 1, "train: --batch must be at least 1");
+  if (options.threads > 0) set_num_threads(options.threads);
+  TaskData task = load_task(options);
+  ModelConfig config = options.model;
+  config.vocab = task.train.vocab;
+  config.classes = task.train.classes;
+  config.max_len = task.train.seq_len;
+  config.validate();
+
+  const int64_t steps_per_epoch = std::max<int64_t>(1, task.train.count / options.batch);
+  const int64_t total = options.steps > 0 ? options.steps : options.epochs * steps_per_epoch;
+  check(total >= 1, "train: nothing to do (0 steps)");
+  const int64_t eval_every = options.eval_every > 0 ? options.eval_every : steps_per_epoch;
+  const int64_t checkpoint_every = options.checkpoint_every > 0 ? options.checkpoint_every : eval_every;
+  LearningRateSchedule schedule{options.lr, options.warmup >= 0 ? options.warmup : total / 10, total, 0.0};
+
+  fs::create_directories(options.out);
+  const std::string checkpoint = (fs::path(options.out) / "checkpoint.safetensors").string();
+  const std::string metrics_path = (fs::path(options.out) / "metrics.jsonl").string();
+
+  Classifier model(config, options.seed);
+  AdamW optimizer(model.named_parameters(), {.lr = options.lr, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-8,
+                                             .weight_decay = options.weight_decay});
+  int64_t step = 0;
+  if (options.resume) {
+    check(fs::exists(checkpoint), "train: --resume: no checkpoint at ", checkpoint);
+    step = load_checkpoint(checkpoint, model, optimizer);
+    truncate_metrics(metrics_path, step);
+  } else {
+    std::ofstream(metrics_path, std::ios::trunc);
+  }
+  {
+    Json run = options_json(options);
+    run.set("model", config_to_json(config));
+    data::write_file_atomic((fs::path(options.out) / "config.json").string(), to_json(run) + "\n", "train");
+  }
+  std::ofstream metrics(metrics_path, std::ios::app);
+  std::printf("%s: %s, %lld parameters, %lld train / %lld val examples, T = %lld, %lld steps (%lld per epoch)%s\n",
+              options.task.c_str(), config.attention.c_str(), (long long)model.parameter_count(),
+              (long long)task.train.count, (long long)task.val.count, (long long)config.max_len, (long long)total,
+              (long long)steps_per_epoch, step > 0 ? (", resuming at step " + std::to_string(step)).c_str() : "");
+
+  Progress progress(total, options.log_every);
+  std::vector<int64_t> order;
+  int64_t order_epoch = -1, last_finite_step = step;
+  double last_finite_loss = NAN;
+  Evaluation last_eval;
+  bool evaluated = false;
+  while (step < total) {
+    ++step;
+    const int64_t epoch = (step - 1) / steps_per_epoch, position = (step - 1) % steps_per_epoch;
+    if (epoch != order_epoch) {
+      order = shuffled_order(task.train.count, options.seed, static_cast<uint64_t>(epoch));
+      order_epoch = epoch;
+    }
+    std::vector<int64_t> indices(order.begin() + position * options.batch,
+                                 order.begin() + std::min<int64_t>(task.train.count, (position + 1) * options.batch));
+    data::Batch batch = data::make_batch(task.train, indices);
+
+    const auto start = std::chrono::steady_clock::now();
+    const double lr = schedule.at(step);
+    optimizer.set_lr(lr);
+    optimizer.zero_grad();
+    Tensor loss = cross_entropy(model.forward(batch.tokens, batch.lengths), batch.labels);
+    const double loss_value = loss.item();
+    if (!std::isfinite(loss_value))
+      fail("train: the loss is ", loss_value, " at step ", step, "; the last finite loss was ", last_finite_loss,
+           " at step ", last_finite_step, "; the last good checkpoint is kept at ", checkpoint);
+    loss.backward();
+    const double norm = options.clip > 0 ? clip_grad_norm(model.named_parameters(), options.clip)
+                                         : grad_norm(model.named_parameters());
+    optimizer.step();
+    const double step_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    last_finite_loss = loss_value;
+    last_finite_step = step;
+
+    if (step % options.log_every == 0 || step == total)
+      write_json_line(metrics, Json::object({{"type", "train"}, {"step", step}, {"epoch", epoch}, {"loss", loss_value},
+                                             {"lr", lr}, {"grad_norm", norm}, {"step_ms", step_ms}}));
+    progress.update(step, epoch + 1, loss_value, lr);
+
+    const bool stopping = step == total || step == options.stop_at;
+    if (step % eval_every == 0 || step == total) {
+      last_eval = evaluate(model, task.val, options.batch, options.eval_batches);
+      evaluated = true;
+      write_json_line(metrics, Json::object({{"type", "eval"}, {"step", step}, {"val_loss", last_eval.loss},
+                                             {"val_accuracy", last_eval.accuracy}}));
+      progress.message(format_evaluation("val", step, last_eval));
+    }
+    if (step % checkpoint_every == 0 || stopping) save_checkpoint(checkpoint, model, optimizer, step);
+    metrics.flush();
+    if (stopping) break;
+  }
+  progress.finish();
+  if (!evaluated) last_eval = evaluate(model, task.val, options.batch, options.eval_batches);
+  if (step == total && task.test.count > 0) {
+    Evaluation test = evaluate(model, task.test, options.batch, options.eval_batches);
+    write_json_line(metrics, Json::object({{"type", "test"}, {"step", step}, {"test_loss", test.loss},
+                                           {"test_accuracy", test.accuracy}}));
+    std::printf("%s\n", format_evaluation("test", step, test).c_str());
+  }
+  return last_eval;
+}
+
+}  // namespace hkt::models
