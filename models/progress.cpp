@@ -17,16 +17,15 @@ std::string format_duration(double seconds) {
   return text;
 }
 
-Progress::Progress(int64_t total_steps, int64_t every)
-    : total_(total_steps), every_(every < 1 ? 1 : every), terminal_(isatty(fileno(stdout)) != 0) {
+Progress::Progress(int64_t total_steps, int64_t every, int64_t start_step)
+    : total_(total_steps),
+      every_(every < 1 ? 1 : every),
+      first_step_(start_step),
+      terminal_(isatty(fileno(stdout)) != 0) {
   start_ = last_draw_ = Clock::now();
 }
 
 void Progress::update(int64_t step, int64_t epoch, double loss, double lr) {
-  if (first_step_ < 0) {
-    first_step_ = step - 1;  // a resumed run measures its rate from where it started
-    start_ = Clock::now();
-  }
   const auto now = Clock::now();
   const double elapsed = std::chrono::duration<double>(now - start_).count();
   const double done = static_cast<double>(step - first_step_);

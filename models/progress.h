@@ -9,15 +9,16 @@ namespace hkt::models {
 
 class Progress {
  public:
-  // `every`: how often (in steps) a plain line is printed when not on a terminal.
-  Progress(int64_t total_steps, int64_t every);
+  // `every`: how often (in steps) a plain line is printed when not on a terminal;
+  // `start_step`: the step a resumed run starts after (rates count from there).
+  Progress(int64_t total_steps, int64_t every, int64_t start_step);
   void update(int64_t step, int64_t epoch, double loss, double lr);
   void message(const std::string& line);  // a full line (evaluations), above the bar
   void finish();
 
  private:
   using Clock = std::chrono::steady_clock;
-  int64_t total_, every_, first_step_ = -1;
+  int64_t total_, every_, first_step_;
   bool terminal_;
   bool bar_drawn_ = false;
   Clock::time_point start_, last_draw_;

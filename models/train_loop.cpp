@@ -103,7 +103,7 @@ Evaluation train(const TrainOptions& options) {
               (long long)task.train.count, (long long)task.val.count, (long long)config.max_len, (long long)total,
               (long long)steps_per_epoch, step > 0 ? (", resuming at step " + std::to_string(step)).c_str() : "");
 
-  Progress progress(total, options.log_every);
+  Progress progress(total, options.log_every, step);
   std::vector<int64_t> order;
   int64_t order_epoch = -1, last_finite_step = step;
   double last_finite_loss = NAN;

@@ -1,0 +1,156 @@
+// hkt-train's run: exact resume, checkpoint validation, NaN handling and the
+// command line's errors, on tiny ListOps runs.
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "models/checkpoint.h"
+#include "models/data/listops.h"
+#include "models/training.h"
+#include "tests/data_test_util.h"
+#include "tests/gradcheck.h"
+
+using namespace hkt;
+using namespace hkt::models;
+
+namespace {
+
+std::string read_text(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The metrics without their wall-clock field, which no two runs share.
+std::string metrics_without_timing(const std::filesystem::path& path) {
+  return std::regex_replace(read_text(path), std::regex(",\"step_ms\":[0-9.e+-]+"), "");
+}
+
+// Tiny ListOps splits in `folder`.
+void write_listops(const std::filesystem::path& folder) {
+  Generator generator(5);
+  const std::pair<const char*, int64_t> splits[] = {{"train.tsv", 96}, {"val.tsv", 24}};
+  for (auto [name, count] : splits) {
+    data::ListOpsOptions options;
+    options.count = count;
+    options.min_len = 5;
+    options.max_len = 24;
+    options.max_depth = 3;
+    options.max_args = 4;
+    data::write_listops_tsv((folder / name).string(), data::generate_listops_examples(generator, options));
+  }
+}
+
+TrainOptions tiny_run(const std::filesystem::path& data, const std::filesystem::path& out) {
+  TrainOptions o;
+  o.task = "listops";
+  o.data = data.string();
+  o.out = out.string();
+  o.seq_len = 24;
+  o.model.d_model = 16;
+  o.model.n_layers = 1;
+  o.model.n_heads = 2;
+  o.model.d_ff = 16;
+  o.model.levels = 3;
+  o.batch = 8;
+  o.steps = 6;
+  o.log_every = 1;
+  o.eval_every = 3;
+  o.eval_batches = 1;
+  o.checkpoint_every = 2;
+  o.threads = 1;
+  o.seed = 3;
+  o.lr = 3e-3;
+  return o;
+}
+
+int run_tool(const std::string& arguments, const std::filesystem::path& output) {
+  std::string command = std::string(HKT_BINARY_DIR) + "/hkt-train " + arguments + " > " + output.string() + " 2>&1";
+  int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("a run stopped and resumed gives the same metrics as an uninterrupted run") {
+  hkt::testing::TempDir dir;
+  write_listops(dir.path());
+  for (const char* attention : {"hkt", "mha"}) {
+    INFO(attention);
+    TrainOptions straight = tiny_run(dir.path(), dir.path() / (std::string(attention) + "-straight"));
+    straight.model.attention = attention;
+    TrainOptions interrupted = straight;
+    interrupted.out = (dir.path() / (std::string(attention) + "-interrupted")).string();
+    interrupted.stop_at = 3;
+    Evaluation a = train(straight);
+    train(interrupted);
+    interrupted.stop_at = 0;
+    interrupted.resume = true;
+    Evaluation b = train(interrupted);
+    std::string expected = metrics_without_timing(std::filesystem::path(straight.out) / "metrics.jsonl");
+    CHECK(expected.find("\"step\":6") != std::string::npos);
+    CHECK(metrics_without_timing(std::filesystem::path(interrupted.out) / "metrics.jsonl") == expected);
+    CHECK(a.loss == b.loss);
+    CHECK_FALSE(std::filesystem::exists(std::filesystem::path(straight.out) / "checkpoint.safetensors.tmp"));
+  }
+}
+
+TEST_CASE("a checkpoint whose config differs from the model is refused, naming the keys") {
+  hkt::testing::TempDir dir;
+  write_listops(dir.path());
+  TrainOptions first = tiny_run(dir.path(), dir.path() / "run");
+  first.steps = 2;
+  train(first);
+  ModelConfig stored = read_checkpoint_config((dir.path() / "run" / "checkpoint.safetensors").string());
+  CHECK(stored.d_model == 16);
+  TrainOptions wider = first;
+  wider.model.d_model = 32;
+  wider.resume = true;
+  REQUIRE_THROWS_WITH(train(wider), Catch::Contains("its config does not match the model: d_model 16 (checkpoint) "
+                                                    "vs 32 (model)"));
+}
+
+TEST_CASE("a truncated checkpoint is reported, not loaded") {
+  hkt::testing::TempDir dir;
+  write_listops(dir.path());
+  TrainOptions first = tiny_run(dir.path(), dir.path() / "run");
+  first.steps = 2;
+  train(first);
+  auto checkpoint = dir.path() / "run" / "checkpoint.safetensors";
+  std::filesystem::resize_file(checkpoint, std::filesystem::file_size(checkpoint) - 5);
+  first.resume = true;
+  REQUIRE_THROWS_WITH(train(first), Catch::Contains(checkpoint.string()));
+}
+
+TEST_CASE("a loss that becomes NaN stops the run with the step and the last finite loss") {
+  hkt::testing::TempDir dir;
+  write_listops(dir.path());
+  TrainOptions exploding = tiny_run(dir.path(), dir.path() / "run");
+  exploding.lr = 1e30;
+  exploding.warmup = 0;
+  exploding.clip = 0;
+  exploding.steps = 20;
+  exploding.checkpoint_every = 1;
+  REQUIRE_THROWS_WITH(train(exploding), Catch::Matches("train: the loss is (-?nan|inf) at step [0-9]+; the last finite "
+                                                       "loss was .* at step [0-9]+; the last good checkpoint is kept "
+                                                       "at .*checkpoint.safetensors"));
+}
+
+TEST_CASE("the hkt-train command line: unknown flags, bad values and missing data") {
+  hkt::testing::TempDir dir;
+  auto log = dir.path() / "log.txt";
+  CHECK(run_tool("--bogus 3", log) == 2);
+  CHECK(read_text(log).find("hkt-train: unknown flag --bogus (see --help)") != std::string::npos);
+  CHECK(run_tool("--batch many", log) == 2);
+  CHECK(read_text(log).find("hkt-train: --batch needs a whole number, got 'many'") != std::string::npos);
+  CHECK(run_tool("--task listops --data " + (dir.path() / "absent").string() + " --out " + dir.path().string(), log) ==
+        1);
+  CHECK(read_text(log).find("absent/train.tsv") != std::string::npos);
+  CHECK(run_tool("--help", log) == 0);
+  CHECK(read_text(log).find("--attention") == std::string::npos);
+  CHECK(read_text(log).find("--model VALUE") != std::string::npos);
+}
