@@ -2,27 +2,34 @@
 #include <cstdio>
 
 #include "hkt.h"
+#include "models/classifier.h"
+
 using namespace hkt;
 
-struct Net : Module {
-  Parameter weight, bias;
-  explicit Net(Generator& gen) {
-    weight = register_parameter("weight", randn({3, 4}, gen, DType::Float32, Device::cpu(), 0.0, 0.1));
-    bias = register_parameter("bias", Tensor::zeros({3}));
-  }
-  Tensor forward(const Tensor& x) const { return linear(gelu(x), weight, bias); }
-};
-
 int main() {
-  Generator gen(0);
-  Net net(gen);
-  AdamW optimizer(net.named_parameters(), {.lr = 1e-2});
-  Tensor x = randn({8, 4}, gen);                                      // [batch, features]
-  Tensor labels = Tensor::from_vector<int64_t>({0, 1, 2, 0, 1, 2, 0, 1}, {8});
-  Tensor loss = cross_entropy(net.forward(x), labels);                // mean over the batch
-  loss.backward();                                                    // reverse mode
-  std::printf("loss %.4f, |grad W| %.4f\n", loss.item(), grad_norm({{"w", net.weight}}));
-  clip_grad_norm(net.named_parameters(), 1.0);
+  models::ModelConfig config;  // SPEC section 5; here a tiny HKT
+  config.vocab = 18;
+  config.max_len = 32;
+  config.d_model = 32;
+  config.n_heads = 4;
+  config.d_ff = 64;
+  config.classes = 10;
+  config.levels = 3;
+  models::HKTClassifier model(config, /*seed=*/0);
+  AdamW optimizer(model.named_parameters(), {.lr = 1e-3});
+
+  Generator gen(1);
+  std::vector<int64_t> ids(4 * 32), lengths = {32, 20, 9, 32}, classes = {3, 1, 4, 1};
+  for (int64_t& id : ids) id = 1 + static_cast<int64_t>(gen.next_u64() % 17);
+  Tensor tokens = Tensor::from_vector(ids, {4, 32});  // [batch, T]
+
+  Tensor logits = model.forward(tokens, Tensor::from_vector(lengths, {4}));  // [4, 10]
+  Tensor loss = cross_entropy(logits, Tensor::from_vector(classes, {4}));
+  loss.backward();
+  Tensor g = model.parameter("blocks.0.attn.level_logits").grad();  // [heads, levels]
+  std::printf("loss %.4f, d loss / d level_logits[0, :] = %.2e %.2e %.2e\n", loss.item(),
+              g.to_vector<float>()[0], g.to_vector<float>()[1], g.to_vector<float>()[2]);
+  clip_grad_norm(model.named_parameters(), 1.0);
   optimizer.step();
   optimizer.zero_grad();
 }
