@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/tensor.h"
+#include "ops/attention.h"
 
 namespace hkt {
 
@@ -19,5 +20,11 @@ namespace hkt {
 // k_levels[l], v and level_logits.
 Tensor multiscale_attention(const std::vector<Tensor>& q_levels, const std::vector<Tensor>& k_levels, const Tensor& v,
                             const Tensor& level_logits, const Tensor& lengths, int64_t stride, bool causal);
+
+// The kernels' problem ("multiscale_attention", "multiscale_attention_backward"):
+// level l has T_l = level_length(length, l, stride) rows and block s^l.
+struct MultiscaleAttentionDims : AttentionDims {
+  int64_t levels = 1, stride = 2;
+};
 
 }  // namespace hkt
