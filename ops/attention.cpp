@@ -46,8 +46,8 @@ Tensor checked_lengths(const char* op, const Tensor& lengths, int64_t batch, int
         ": lengths must be int32 or int64, got ", lengths.str());
   std::vector<int64_t> values = lengths.to_vector<int64_t>();
   for (int64_t b = 0; b < batch; ++b)
-    check(values[b] >= 1 && values[b] <= length, op, ": length ", values[b], " of example ", b,
-          " is outside [1, ", length, "]");
+    check(values[b] >= 1 && values[b] <= length, op, ": length ", values[b], " of example ", b, " is outside [1, ",
+          length, "]");
   return Tensor::from_vector(values, {batch}, device);
 }
 
@@ -168,9 +168,9 @@ void attention_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tens
   });
 }
 
-void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths,
-                            const Tensor& out, const Tensor& log_sum_exp, const Tensor& grad_out,
-                            const AttentionDims& dims, Tensor& grad_q, Tensor& grad_k, Tensor& grad_v) {
+void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths, const Tensor& out,
+                            const Tensor& log_sum_exp, const Tensor& grad_out, const AttentionDims& dims,
+                            Tensor& grad_q, Tensor& grad_k, Tensor& grad_v) {
   visit_floating("attention_backward", q.dtype(), [&](auto tag) {
     using T = decltype(tag);
     visit_tile("attention_backward", dims.tile, [&](auto tile) {
@@ -193,7 +193,8 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   check_floating(op, k);
   check_floating(op, v);
   check_compatible(op, {q, k, v});
-  const std::string shapes = "q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape());
+  const std::string shapes =
+      "q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape());
   check(q.dim() == 4 && q.shape() == k.shape() && q.shape() == v.shape(), op, ": ", shapes,
         ": expected q, k and v of one shape [B, H, T, dh]");
   check(q.numel() > 0, op, ": ", shapes, ": empty tensors");

@@ -23,19 +23,26 @@ Tensor checked_lengths(const char* op, const Tensor& lengths, int64_t batch, int
 template <class Fn>
 void visit_tile(const char* op, int64_t tile, Fn&& fn) {
   switch (tile) {
-    case 8: fn(std::integral_constant<int64_t, 8>{}); return;
-    case 16: fn(std::integral_constant<int64_t, 16>{}); return;
-    case 32: fn(std::integral_constant<int64_t, 32>{}); return;
-    case 64: fn(std::integral_constant<int64_t, 64>{}); return;
-    default: fail(op, ": tile ", tile, " is not one of 8, 16, 32, 64");
+    case 8:
+      fn(std::integral_constant<int64_t, 8>{});
+      return;
+    case 16:
+      fn(std::integral_constant<int64_t, 16>{});
+      return;
+    case 32:
+      fn(std::integral_constant<int64_t, 32>{});
+      return;
+    case 64:
+      fn(std::integral_constant<int64_t, 64>{});
+      return;
+    default:
+      fail(op, ": tile ", tile, " is not one of 8, 16, 32, 64");
   }
 }
 
 // Query i sees keys j < key_limit(i): padded keys (j ≥ length) are masked and,
 // causally, so are keys after i. Always ≥ 1 since length ≥ 1.
-inline int64_t key_limit(int64_t i, int64_t length, bool causal) {
-  return causal ? std::min(length, i + 1) : length;
-}
+inline int64_t key_limit(int64_t i, int64_t length, bool causal) { return causal ? std::min(length, i + 1) : length; }
 
 // out[d * ld + c] = rows[c * dh + d] for c < count: `count` rows of width dh, transposed.
 template <class T>

@@ -148,8 +148,8 @@ std::vector<Level<T>> head_levels(const std::vector<Tensor>& queries, const std:
 
 // Loads each level's coarse keys for fine keys [j0, j1) transposed into keys_t.
 template <class T, int64_t Tile>
-void load_level_keys(const std::vector<Level<T>>& levels, std::vector<CoarseTile<Tile>>& tiles, int64_t dh,
-                     int64_t j0, int64_t j1, T* keys_t) {
+void load_level_keys(const std::vector<Level<T>>& levels, std::vector<CoarseTile<Tile>>& tiles, int64_t dh, int64_t j0,
+                     int64_t j1, T* keys_t) {
   for (size_t l = 0; l < levels.size(); ++l) {
     tiles[l].locate_keys(levels[l], j0, j1);
     load_transposed(levels[l].keys + tiles[l].col0 * dh, tiles[l].cols, dh, Tile, keys_t + l * dh * Tile);
@@ -294,8 +294,8 @@ void multiscale_backward_tiles(const std::vector<Tensor>& queries, const std::ve
           for (int64_t l = 0; l < levels; ++l) {
             if (tiles[l].rows <= 0) continue;
             head_grad_weights[task * levels + l] +=
-                level_backward(level_views[l], tiles[l], coarse.data() + l * Tile * Tile, scores.data(), dh, scale,
-                               i0, i1, j0, j1, grad_coarse.data(), level_grad_queries[l], level_grad_keys[l]);
+                level_backward(level_views[l], tiles[l], coarse.data() + l * Tile * Tile, scores.data(), dh, scale, i0,
+                               i1, j0, j1, grad_coarse.data(), level_grad_queries[l], level_grad_keys[l]);
           }
         }
       }

@@ -1,9 +1,10 @@
-// The fused attention op (ops/attention.h) against the composed reference
-// gemm → masked_fill → softmax → matmul: forward and every gradient, float64
-// and float32, edge lengths, padding, causality, thread count, errors.
+// The fused attention op (ops/attention.h) against its composed reference
+// (ops/attention_reference.h: gemm → masked_fill → softmax → matmul): forward
+// and every gradient, float64 and float32, edge lengths, padding, causality,
+// thread count, errors.
 #include <cmath>
-#include <limits>
 
+#include "ops/attention_reference.h"
 #include "tests/gradcheck.h"
 
 using namespace hkt;
@@ -12,25 +13,8 @@ using hkt::testing::random_tensor;
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 Tensor lengths_tensor(const std::vector<int64_t>& lengths) {
   return Tensor::from_vector<int64_t>(lengths, {static_cast<int64_t>(lengths.size())});
-}
-
-// The slow, obvious version: materialises the [B, H, T, T] scores.
-Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const std::vector<int64_t>& lengths,
-                           bool causal) {
-  const int64_t batch = q.size(0), length = q.size(2);
-  std::vector<double> padding(static_cast<size_t>(batch * length)), future(static_cast<size_t>(length * length));
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t j = 0; j < length; ++j) padding[b * length + j] = j >= lengths[b] ? 1.0 : 0.0;
-  for (int64_t i = 0; i < length; ++i)
-    for (int64_t j = 0; j < length; ++j) future[i * length + j] = j > i ? 1.0 : 0.0;
-  Tensor scores = mul(gemm(q, k, false, true), 1.0 / std::sqrt(static_cast<double>(q.size(3))));
-  scores = masked_fill(scores, Tensor::from_doubles(padding, {batch, 1, 1, length}, q.dtype()), -kInf);
-  if (causal) scores = masked_fill(scores, Tensor::from_doubles(future, {1, 1, length, length}, q.dtype()), -kInf);
-  return matmul(softmax(scores, -1), v);
 }
 
 // max |a − b| / max |b|, the denominator at least 0.01: with one valid key
@@ -65,9 +49,10 @@ void compare_with_reference(int64_t length, int64_t head_dim, bool causal, const
   Tensor q = random_tensor(shape, 1, dtype), k = random_tensor(shape, 2, dtype), v = random_tensor(shape, 3, dtype);
   Tensor weights = random_tensor(shape, 4, dtype);
   Tensor lengths_t = lengths_tensor(lengths);
-  Result fused = run([&](auto& a, auto& b, auto& c) { return attention(a, b, c, lengths_t, causal); }, q, k, v, weights);
-  Result expected = run([&](auto& a, auto& b, auto& c) { return attention_reference(a, b, c, lengths, causal); }, q, k,
-                        v, weights);
+  Result fused =
+      run([&](auto& a, auto& b, auto& c) { return attention(a, b, c, lengths_t, causal); }, q, k, v, weights);
+  Result expected =
+      run([&](auto& a, auto& b, auto& c) { return attention_reference(a, b, c, lengths_t, causal); }, q, k, v, weights);
   INFO("T " << length << " dh " << head_dim << (causal ? " causal" : " bidirectional") << " lengths " << lengths[0]
             << ", " << lengths[1] << " " << dtype_name(dtype) << " tile " << attention_cpu_tile());
   CHECK(relative_diff(fused.out, expected.out) <= tolerance);
@@ -134,8 +119,10 @@ TEST_CASE("causal attention: output i has exactly zero gradient from every later
         for (int64_t p = 0; p < length; ++p)
           for (int64_t d = 0; d < 4; ++d) {
             const double g = grad[static_cast<size_t>((bh * length + p) * 4 + d)];
-            if (p > i) later_zero = later_zero && g == 0.0;
-            else earlier_nonzero = earlier_nonzero || g != 0.0;
+            if (p > i)
+              later_zero = later_zero && g == 0.0;
+            else
+              earlier_nonzero = earlier_nonzero || g != 0.0;
           }
       INFO("output row " << i);
       CHECK(later_zero);
@@ -172,9 +159,9 @@ TEST_CASE("attention errors name the op and the shapes") {
   Tensor lengths = lengths_tensor({5, 3});
   CHECK_THROWS_WITH(attention(q, random_tensor({2, 2, 6, 4}, 2), v, lengths, false),
                     Catch::Contains("attention") && Catch::Contains("[2, 2, 6, 4]"));
-  CHECK_THROWS_WITH(attention(random_tensor({2, 5, 4}, 1), random_tensor({2, 5, 4}, 2), random_tensor({2, 5, 4}, 3),
-                              lengths, false),
-                    Catch::Contains("attention") && Catch::Contains("[B, H, T, dh]"));
+  CHECK_THROWS_WITH(
+      attention(random_tensor({2, 5, 4}, 1), random_tensor({2, 5, 4}, 2), random_tensor({2, 5, 4}, 3), lengths, false),
+      Catch::Contains("attention") && Catch::Contains("[B, H, T, dh]"));
   CHECK_THROWS_WITH(attention(q, k, v.to(DType::Float32), lengths, false),
                     Catch::Contains("attention") && Catch::Contains("dtypes differ"));
   CHECK_THROWS_WITH(attention(q, k, v, lengths_tensor({5, 0}), false),

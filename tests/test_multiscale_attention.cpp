@@ -1,11 +1,12 @@
-// The fused multi-scale attention op (ops/multiscale_attention.h) against the
-// composed reference of models/hkt_attention.cpp (per level gemm, upsample
-// through the index maps, causal allowed-mask, λ-weighted sum, mask, softmax,
-// matmul): forward and every gradient, float64 and float32, levels 1-4,
-// strides 2 and 3, edge lengths, padding, causality, thread count, errors.
+// The fused multi-scale attention op (ops/multiscale_attention.h) against its
+// composed reference (ops/attention_reference.h, built as models/hkt_attention.cpp:
+// per level gemm, upsample through the index maps, causal allowed-mask,
+// λ-weighted sum, mask, softmax, matmul): forward and every gradient, float64
+// and float32, levels 1-4, strides 2 and 3, edge lengths, padding, causality,
+// thread count, errors.
 #include <cmath>
-#include <limits>
 
+#include "ops/attention_reference.h"
 #include "tests/gradcheck.h"
 
 using namespace hkt;
@@ -14,48 +15,8 @@ using hkt::testing::random_tensor;
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
 Tensor lengths_tensor(const std::vector<int64_t>& lengths) {
   return Tensor::from_vector<int64_t>(lengths, {static_cast<int64_t>(lengths.size())});
-}
-
-// 1 where level l's term is allowed causally: q_l(i) ≥ 0 and k_l(j) ≤ q_l(i) (SPEC section 3).
-Tensor causal_allowed(const Tensor& query_map, const Tensor& key_map, DType dtype) {
-  auto q = query_map.to_vector<int64_t>(), k = key_map.to_vector<int64_t>();
-  const int64_t length = static_cast<int64_t>(q.size());
-  std::vector<double> allowed(static_cast<size_t>(length * length));
-  for (int64_t i = 0; i < length; ++i)
-    for (int64_t j = 0; j < length; ++j) allowed[i * length + j] = q[i] >= 0 && k[j] <= q[i] ? 1.0 : 0.0;
-  return Tensor::from_doubles(allowed, {1, 1, length, length}, dtype);
-}
-
-// The slow, obvious version: materialises every level's upsampled [B, H, T, T] scores.
-Tensor multiscale_reference(const std::vector<Tensor>& queries, const std::vector<Tensor>& keys, const Tensor& v,
-                            const Tensor& level_logits, const std::vector<int64_t>& lengths, int64_t stride,
-                            bool causal) {
-  const int64_t batch = v.size(0), heads = v.size(1), length = v.size(2);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(v.size(3)));
-  Tensor level_weights = softmax(level_logits, 1);
-  Tensor fused;
-  for (int64_t l = 0; l < static_cast<int64_t>(queries.size()); ++l) {
-    Tensor scores = mul(gemm(queries[l], keys[l], false, true), scale);
-    if (l > 0) {
-      Tensor query_map = query_index_map(length, l, stride, causal), key_map = key_index_map(length, l, stride);
-      scores = upsample(upsample(scores, 2, query_map), 3, key_map);
-      if (causal) scores = mul(scores, causal_allowed(query_map, key_map, v.dtype()));
-    }
-    Tensor term = mul(scores, reshape(slice(level_weights, 1, l, l + 1), {1, heads, 1, 1}));
-    fused = fused.defined() ? add(fused, term) : term;
-  }
-  std::vector<double> padding(static_cast<size_t>(batch * length)), future(static_cast<size_t>(length * length));
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t j = 0; j < length; ++j) padding[b * length + j] = j >= lengths[b] ? 1.0 : 0.0;
-  for (int64_t i = 0; i < length; ++i)
-    for (int64_t j = 0; j < length; ++j) future[i * length + j] = j > i ? 1.0 : 0.0;
-  fused = masked_fill(fused, Tensor::from_doubles(padding, {batch, 1, 1, length}, v.dtype()), -kInf);
-  if (causal) fused = masked_fill(fused, Tensor::from_doubles(future, {1, 1, length, length}, v.dtype()), -kInf);
-  return matmul(softmax(fused, -1), v);
 }
 
 // max |a − b| / max |b|, the denominator at least 0.01 (some gradients are exactly 0 in theory).
@@ -127,13 +88,14 @@ void compare_with_reference(int64_t length, int64_t levels, int64_t stride, bool
       inputs, weights);
   auto expected = run(
       [&](const Inputs& in) {
-        return multiscale_reference(in.queries, in.keys, in.v, in.level_logits, lengths, stride, causal);
+        return multiscale_attention_reference(in.queries, in.keys, in.v, in.level_logits, lengths_t, stride, causal);
       },
       inputs, weights);
   for (size_t which = 0; which < fused.size(); ++which) {
     INFO("T " << length << " L " << levels << " stride " << stride << (causal ? " causal" : " bidirectional")
               << " lengths " << lengths[0] << ", " << lengths[1] << " " << dtype_name(dtype) << " tile "
-              << attention_cpu_tile() << ": " << (which == 0 ? "output" : "gradient of input " + std::to_string(which - 1)));
+              << attention_cpu_tile() << ": "
+              << (which == 0 ? "output" : "gradient of input " + std::to_string(which - 1)));
     CHECK(relative_diff(fused[which], expected[which]) <= tolerance);
   }
 }
@@ -194,8 +156,8 @@ TEST_CASE("causal multiscale_attention: output i has exactly zero gradient from 
     std::vector<Tensor> leaves;
     for (Tensor t : inputs.all()) leaves.push_back(t.requires_grad_(true));
     Inputs in = Inputs::from(leaves);
-    Tensor row = slice(multiscale_attention(in.queries, in.keys, in.v, in.level_logits, lengths, stride, true), 2, i,
-                       i + 1);
+    Tensor row =
+        slice(multiscale_attention(in.queries, in.keys, in.v, in.level_logits, lengths, stride, true), 2, i, i + 1);
     sum(mul(row, random_tensor(row.shape(), 9))).backward();
     for (size_t which = 0; which + 1 < leaves.size(); ++which) {  // every input but level_logits
       const int64_t level = which == 2 * levels ? 0 : static_cast<int64_t>(which) % levels;
