@@ -1,0 +1,33 @@
+#pragma once
+// Fused scaled-dot-product attention, flash-attention style: the T × T score
+// matrix is never stored, forward or backward, so memory is linear in T.
+// ops/multiscale_attention.h is HKT's fused score (SPEC section 3) on the same plan.
+#include <cstdint>
+
+#include "engine/tensor.h"
+
+namespace hkt {
+
+// out = softmax(q kᵀ / sqrt(dh) + mask) v, per batch item and head.
+// q, k, v: [B, H, T, dh] (float32/float64, same dtype and device); lengths: [B]
+// int32/int64, 1 ≤ lengths[b] ≤ T, the valid keys of example b: keys
+// j ≥ lengths[b] are masked, and with `causal` so are keys j > i. Query rows
+// at padded positions still attend to the valid keys, as the composed
+// masked_fill + softmax does. Output [B, H, T, dh]; differentiable in q, k, v.
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths, bool causal);
+
+// The kernels' problem, shared with CUDA kernels registered under the same
+// names ("attention", "attention_backward", "multiscale_attention", ...).
+// `tile` is the CPU kernels' tile edge (queries × keys), attention_cpu_tile().
+struct AttentionDims {
+  int64_t batch = 0, heads = 0, length = 0, head_dim = 0;
+  bool causal = false;
+  int64_t tile = 64;
+};
+
+// The tile edge the CPU kernels of both fused ops use: 64 unless set. One of
+// 8, 16, 32, 64; small tiles let tests cross many tile boundaries at small T.
+int64_t attention_cpu_tile();
+void set_attention_cpu_tile(int64_t tile);
+
+}  // namespace hkt

@@ -1,0 +1,30 @@
+#pragma once
+// HKT's fused multi-scale attention (SPEC section 3) as one op, tiled like
+// ops/attention.h: no T × T score matrix, forward or backward.
+#include <cstdint>
+#include <vector>
+
+#include "engine/tensor.h"
+#include "ops/attention.h"
+
+namespace hkt {
+
+// λ = softmax(level_logits) over levels, and with the index maps of
+// ops/index.h (query_index_map, key_index_map):
+//   S[b,h,i,j] = Σ_l λ[h,l] · q_l[b,h,q_l(i)] · k_l[b,h,k_l(j)] / sqrt(dh) · [term l allowed]
+//   S = −inf at padded keys j ≥ lengths[b] and, causally, at j > i
+//   out = softmax_j(S) v
+// q_levels[l], k_levels[l]: [B, H, T_l, dh] with T_l = level_length(T, l, stride);
+// v: [B, H, T, dh]; level_logits: [H, L]; lengths: [B] int32/int64 in [1, T];
+// stride ≥ 2. Output [B, H, T, dh]; differentiable in every q_levels[l],
+// k_levels[l], v and level_logits.
+Tensor multiscale_attention(const std::vector<Tensor>& q_levels, const std::vector<Tensor>& k_levels, const Tensor& v,
+                            const Tensor& level_logits, const Tensor& lengths, int64_t stride, bool causal);
+
+// The kernels' problem ("multiscale_attention", "multiscale_attention_backward"):
+// level l has T_l = level_length(length, l, stride) rows and block s^l.
+struct MultiscaleAttentionDims : AttentionDims {
+  int64_t levels = 1, stride = 2;
+};
+
+}  // namespace hkt
