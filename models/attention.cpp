@@ -3,16 +3,19 @@
 #include <cmath>
 #include <limits>
 
+#include "ops/attention.h"
+
 namespace hkt::models {
 
 SequenceMask SequenceMask::build(const Tensor& lengths_tensor, int64_t length, bool causal, DType dtype,
-                                 Device device) {
+                                 Device device, bool fused) {
   check(lengths_tensor.defined() && lengths_tensor.dim() == 1, "attention: lengths must be a 1-D tensor, got ",
         lengths_tensor.defined() ? lengths_tensor.str() : "undefined");
   check(!is_floating(lengths_tensor.dtype()), "attention: lengths must be integers, got ", lengths_tensor.str());
   SequenceMask mask;
   mask.lengths = lengths_tensor.to_vector<int64_t>();
   mask.causal = causal;
+  mask.fused = fused;
   const int64_t batch = static_cast<int64_t>(mask.lengths.size());
   std::vector<double> padding(static_cast<size_t>(batch * length)), valid(padding.size());
   for (int64_t b = 0; b < batch; ++b) {
@@ -23,6 +26,7 @@ SequenceMask SequenceMask::build(const Tensor& lengths_tensor, int64_t length, b
       valid[b * length + j] = j < n ? 1.0 : 0.0;
     }
   }
+  mask.lengths_tensor = Tensor::from_vector(mask.lengths, {batch}, device);
   mask.key_padding = Tensor::from_doubles(padding, {batch, 1, 1, length}, dtype, device);
   mask.valid_rows = Tensor::from_doubles(valid, {batch, length, 1}, dtype, device);
   if (causal) {
@@ -62,9 +66,14 @@ Tensor MHAAttention::forward(const Tensor& x, const SequenceMask& mask) const {
   Tensor queries = split_heads(q->forward(x), heads_);
   Tensor keys = split_heads(k->forward(x), heads_);
   Tensor values = split_heads(v->forward(x), heads_);
-  const double scale = 1.0 / std::sqrt(static_cast<double>(queries.size(3)));
-  Tensor scores = mask_scores(mul(gemm(queries, keys, false, true), scale), mask);
-  Tensor attended = matmul(softmax(scores, -1), values);
+  Tensor attended;
+  if (mask.fused) {
+    attended = attention(queries, keys, values, mask.lengths_tensor, mask.causal);
+  } else {
+    const double scale = 1.0 / std::sqrt(static_cast<double>(queries.size(3)));
+    Tensor scores = mask_scores(mul(gemm(queries, keys, false, true), scale), mask);
+    attended = matmul(softmax(scores, -1), values);
+  }
   return o->forward(merge_heads(attended));
 }
 

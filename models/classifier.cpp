@@ -49,7 +49,8 @@ Tensor Classifier::forward(const Tensor& tokens, const Tensor& lengths) const {
   check(lengths.defined() && lengths.dim() == 1 && lengths.size(0) == batch, "classifier: lengths ",
         lengths.defined() ? lengths.str() : "undefined", " do not match tokens ", tokens.str());
   const Tensor& table = token_embedding->weight;
-  SequenceMask mask = SequenceMask::build(lengths, length, config_.causal, table.dtype(), table.device());
+  SequenceMask mask =
+      SequenceMask::build(lengths, length, config_.causal, table.dtype(), table.device(), fused_attention_);
 
   Tensor positions = slice(position_embedding->weight, 0, 0, length);  // [T, d]
   Tensor x = add(token_embedding->forward(tokens), positions);          // [B, T, d]

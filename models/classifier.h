@@ -33,6 +33,10 @@ class Classifier : public Module {
   // tokens [B, T] int (T ≤ max_len), lengths [B] int in [1, T] → logits [B, classes].
   Tensor forward(const Tensor& tokens, const Tensor& lengths) const;
   const ModelConfig& config() const { return config_; }
+  // Fused attention ops (default) or the composed reference; not part of the
+  // config: both compute the same function (tests/test_models.cpp).
+  void set_fused_attention(bool fused) { fused_attention_ = fused; }
+  bool fused_attention() const { return fused_attention_; }
 
   std::shared_ptr<Embedding> token_embedding, position_embedding;
   std::vector<std::shared_ptr<Block>> blocks;
@@ -41,6 +45,7 @@ class Classifier : public Module {
 
  private:
   ModelConfig config_;
+  bool fused_attention_ = true;
 };
 
 // The two named models: a Classifier whose config says which attention.

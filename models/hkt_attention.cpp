@@ -3,6 +3,8 @@
 #include <cmath>
 #include <string>
 
+#include "ops/multiscale_attention.h"
+
 namespace hkt::models {
 namespace {
 
@@ -106,8 +108,20 @@ Tensor HKTAttention::forward(const Tensor& x, const SequenceMask& mask) const {
   // x: [B, T, d]. SPEC section 3 for the attention, section 4 for the hybrid head.
   std::vector<Tensor> inputs = level_inputs(x, mask);
   Tensor values = v->forward(inputs[0]);  // V from level 0 only, [B, T, d]
-  Tensor attention = softmax(fused_scores(inputs, mask), -1);
-  Tensor attended = merge_heads(matmul(attention, split_heads(values, config_.n_heads)));
+  Tensor head_values = split_heads(values, config_.n_heads);
+  Tensor attended;
+  if (mask.fused) {
+    std::vector<Tensor> queries, keys;
+    for (int64_t l = 0; l < config_.levels; ++l) {
+      queries.push_back(split_heads(levels[l]->q->forward(inputs[l]), config_.n_heads));
+      keys.push_back(split_heads(levels[l]->k->forward(inputs[l]), config_.n_heads));
+    }
+    attended = multiscale_attention(queries, keys, head_values, level_logits, mask.lengths_tensor, config_.stride,
+                                    mask.causal);
+  } else {
+    attended = matmul(softmax(fused_scores(inputs, mask), -1), head_values);
+  }
+  attended = merge_heads(attended);
   Tensor convolved = conv->forward(values);
   Tensor gates = channel_gates(gate_logit, config_.head_dim());
   Tensor mixed = add(mul(attended, gates), mul(convolved, add(neg(gates), 1.0)));

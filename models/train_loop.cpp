@@ -32,6 +32,7 @@ Json options_json(const TrainOptions& o) {
                        {"clip", o.clip},
                        {"seed", static_cast<double>(o.seed)},
                        {"threads", o.threads},
+                       {"attention_impl", o.fused_attention ? "fused" : "composed"},
                        {"model", config_to_json(o.model)}});
 }
 
@@ -82,6 +83,7 @@ Evaluation train(const TrainOptions& options) {
   const std::string metrics_path = (fs::path(options.out) / "metrics.jsonl").string();
 
   Classifier model(config, options.seed);
+  model.set_fused_attention(options.fused_attention);
   AdamW optimizer(model.named_parameters(), {.lr = options.lr, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-8,
                                              .weight_decay = options.weight_decay});
   int64_t step = 0;

@@ -16,6 +16,7 @@ struct TrainOptions {
   std::string data;              // folder of the task's files ("" = the task's default)
   std::string out = "runs/hkt";  // where metrics, config and checkpoints go
   ModelConfig model;             // attention, sizes; vocab, classes, max_len come from the data
+  bool fused_attention = true;   // false: the composed reference (--attention-impl composed)
   int64_t seq_len = 512;
   int64_t batch = 32;
   int64_t epochs = 1;

@@ -2,6 +2,7 @@
 // subsumption identities, causality, and float64 gradient checks.
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "models/classifier.h"
 #include "models/hkt_attention.h"
@@ -110,8 +111,8 @@ TEST_CASE("MHA parameter names follow SPEC section 5") {
 }
 
 TEST_CASE("with L = 1 and beta = 1, HKT attention equals MHA attention with the same weights") {
-  for (bool causal : {false, true}) {
-    INFO("causal " << causal);
+  for (auto [causal, fused] : {std::pair{false, true}, {true, true}, {false, false}, {true, false}}) {
+    INFO("causal " << causal << " fused " << fused);
     ModelConfig config = tiny_config("hkt", 1, causal);
     Generator generator(1);
     HKTAttention hkt_attention(config, generator);
@@ -126,7 +127,7 @@ TEST_CASE("with L = 1 and beta = 1, HKT attention equals MHA attention with the 
     copy_values(hkt_attention.v->bias, mha.v->bias);
     set_values(hkt_attention.gate_logit, 40.0);  // β = sigmoid(40) = 1 in float32
     std::vector<int64_t> lengths{7, 4};
-    SequenceMask mask = SequenceMask::build(lengths_tensor(lengths), 7, causal, DType::Float32, Device::cpu());
+    SequenceMask mask = SequenceMask::build(lengths_tensor(lengths), 7, causal, DType::Float32, Device::cpu(), fused);
     Tensor x = random_tensor({2, 7, 8}, 2, DType::Float32);
     double diff = max_diff_valid_rows(hkt_attention.forward(x, mask), mha.forward(x, mask), lengths);
     CHECK(diff <= 1e-5);
@@ -139,17 +140,20 @@ TEST_CASE("with beta = 0, HKT attention equals the causal convolution of V") {
   HKTAttention attention(config, generator);
   set_values(attention.gate_logit, -40.0);  // β = 0
   std::vector<int64_t> lengths{9, 6};
-  SequenceMask mask = SequenceMask::build(lengths_tensor(lengths), 9, false, DType::Float32, Device::cpu());
-  Tensor x = random_tensor({2, 9, 8}, 4, DType::Float32);
-  Tensor values = attention.v->forward(mul(x, mask.valid_rows));
-  Tensor expected = attention.o->forward(depthwise_conv1d(values, attention.conv->weight, attention.conv->bias, 1));
-  CHECK(hkt::testing::max_abs_diff(attention.forward(x, mask), expected) <= 1e-6);
+  for (bool fused : {true, false}) {
+    INFO("fused " << fused);
+    SequenceMask mask = SequenceMask::build(lengths_tensor(lengths), 9, false, DType::Float32, Device::cpu(), fused);
+    Tensor x = random_tensor({2, 9, 8}, 4, DType::Float32);
+    Tensor values = attention.v->forward(mul(x, mask.valid_rows));
+    Tensor expected = attention.o->forward(depthwise_conv1d(values, attention.conv->weight, attention.conv->bias, 1));
+    CHECK(hkt::testing::max_abs_diff(attention.forward(x, mask), expected) <= 1e-6);
+  }
 }
 
 TEST_CASE("causal HKT: output i has exactly zero gradient with respect to every later input") {
   for (int64_t levels : {1, 2, 3, 4}) {
-    for (int64_t stride : {2, 3}) {
-      INFO("levels " << levels << " stride " << stride);
+    for (auto [stride, fused] : {std::pair<int64_t, bool>{2, true}, {3, true}, {2, false}, {3, false}}) {
+      INFO("levels " << levels << " stride " << stride << " fused " << fused);
       ModelConfig config = tiny_config("hkt", levels, true);
       config.stride = stride;
       Generator generator(5);
@@ -157,7 +161,8 @@ TEST_CASE("causal HKT: output i has exactly zero gradient with respect to every 
       attention.to(DType::Float64);
       set_values(attention.gate_logit, 0.3);
       const int64_t length = 13;
-      SequenceMask mask = SequenceMask::build(lengths_tensor({length}), length, true, DType::Float64, Device::cpu());
+      SequenceMask mask =
+          SequenceMask::build(lengths_tensor({length}), length, true, DType::Float64, Device::cpu(), fused);
       for (int64_t i = 0; i < length; ++i) {
         Tensor x = random_tensor({1, length, 8}, 6);
         x.requires_grad_();
@@ -242,4 +247,33 @@ TEST_CASE("classifiers reject bad input with a clear message") {
   REQUIRE_THROWS_WITH(HKTClassifier(bad, 0), "config: d_model 8 is not divisible by n_heads 3");
   bad = tiny_config("gru");
   REQUIRE_THROWS_WITH(Classifier(bad, 0), "config: attention must be \"mha\" or \"hkt\", got \"gru\"");
+}
+
+TEST_CASE("fused and composed attention give the same classifier logits and gradients (float64)") {
+  for (auto [attention, levels, stride, causal] :
+       {std::tuple<const char*, int64_t, int64_t, bool>{"mha", 1, 2, false}, {"mha", 1, 2, true},
+        {"hkt", 3, 2, false}, {"hkt", 4, 3, true}, {"hkt", 2, 2, true}}) {
+    INFO(attention << " levels " << levels << " stride " << stride << " causal " << causal);
+    ModelConfig config = tiny_config(attention, levels, causal);
+    config.stride = stride;
+    Tensor tokens = Tensor::from_vector<int64_t>({1, 4, 2, 9, 3, 3, 0, 5, 5, 8, 1, 2, 7, 7}, {2, 7});
+    Tensor lengths = lengths_tensor({7, 1}), labels = lengths_tensor({2, 0});  // a row with a single valid key
+    std::vector<std::vector<double>> logits, grads;
+    for (bool fused : {true, false}) {
+      Classifier model(config, 13);
+      model.to(DType::Float64);
+      model.set_fused_attention(fused);
+      Tensor out = model.forward(tokens, lengths);
+      cross_entropy(out, labels).backward();
+      logits.push_back(out.to_vector<double>());
+      std::vector<double> all;
+      for (auto& [name, p] : model.named_parameters())
+        for (double g : p.grad().to_vector<double>()) all.push_back(g);
+      grads.push_back(all);
+    }
+    for (size_t i = 0; i < logits[0].size(); ++i) CHECK(std::abs(logits[0][i] - logits[1][i]) <= 1e-10);
+    double scale = 0;
+    for (double g : grads[1]) scale = std::max(scale, std::abs(g));
+    for (size_t i = 0; i < grads[0].size(); ++i) CHECK(std::abs(grads[0][i] - grads[1][i]) <= 1e-10 * scale);
+  }
 }

@@ -23,6 +23,7 @@ cli::Flags declare_flags() {
   flags.add("down-kernel", "3", "HKT downsampling kernel k");
   flags.add("conv-kernel", "5", "HKT hybrid-head convolution kernel kc");
   flags.add_switch("causal", "causal attention (default: bidirectional)");
+  flags.add("attention-impl", "fused", "fused (tiled ops, memory linear in T) | composed (the T x T reference)");
   flags.add("seq-len", "512", "sequence length T (text tasks; images have theirs)");
   flags.add("batch", "32", "batch size");
   flags.add("epochs", "1", "epochs (ignored when --steps is given)");
@@ -60,6 +61,10 @@ models::TrainOptions to_options(const cli::Flags& flags) {
   o.model.down_kernel = flags.get_int("down-kernel");
   o.model.conv_kernel = flags.get_int("conv-kernel");
   o.model.causal = flags.get_bool("causal");
+  const std::string impl = flags.get("attention-impl");
+  hkt::check(impl == "fused" || impl == "composed", "hkt-train: --attention-impl must be fused or composed, got '",
+             impl, "'");
+  o.fused_attention = impl == "fused";
   o.seq_len = flags.get_int("seq-len");
   o.batch = flags.get_int("batch");
   o.epochs = flags.get_int("epochs");
