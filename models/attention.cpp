@@ -1,9 +1,7 @@
 #include "models/attention.h"
 
-#include <cmath>
-#include <limits>
-
 #include "ops/attention.h"
+#include "ops/attention_reference.h"
 
 namespace hkt::models {
 
@@ -17,31 +15,15 @@ SequenceMask SequenceMask::build(const Tensor& lengths_tensor, int64_t length, b
   mask.causal = causal;
   mask.fused = fused;
   const int64_t batch = static_cast<int64_t>(mask.lengths.size());
-  std::vector<double> padding(static_cast<size_t>(batch * length)), valid(padding.size());
+  std::vector<double> valid(static_cast<size_t>(batch * length));
   for (int64_t b = 0; b < batch; ++b) {
     int64_t n = mask.lengths[b];
     check(n >= 1 && n <= length, "attention: length ", n, " of example ", b, " is outside [1, ", length, "]");
-    for (int64_t j = 0; j < length; ++j) {
-      padding[b * length + j] = j >= n ? 1.0 : 0.0;
-      valid[b * length + j] = j < n ? 1.0 : 0.0;
-    }
+    for (int64_t j = 0; j < length; ++j) valid[b * length + j] = j < n ? 1.0 : 0.0;
   }
   mask.lengths_tensor = Tensor::from_vector(mask.lengths, {batch}, device);
-  mask.key_padding = Tensor::from_doubles(padding, {batch, 1, 1, length}, dtype, device);
   mask.valid_rows = Tensor::from_doubles(valid, {batch, length, 1}, dtype, device);
-  if (causal) {
-    std::vector<double> future(static_cast<size_t>(length * length));
-    for (int64_t i = 0; i < length; ++i)
-      for (int64_t j = 0; j < length; ++j) future[i * length + j] = j > i ? 1.0 : 0.0;
-    mask.future = Tensor::from_doubles(future, {1, 1, length, length}, dtype, device);
-  }
   return mask;
-}
-
-Tensor mask_scores(const Tensor& scores, const SequenceMask& mask) {
-  const double minus_infinity = -std::numeric_limits<double>::infinity();
-  Tensor masked = masked_fill(scores, mask.key_padding, minus_infinity);
-  return mask.causal ? masked_fill(masked, mask.future, minus_infinity) : masked;
 }
 
 Tensor split_heads(const Tensor& x, int64_t heads) {
@@ -66,14 +48,8 @@ Tensor MHAAttention::forward(const Tensor& x, const SequenceMask& mask) const {
   Tensor queries = split_heads(q->forward(x), heads_);
   Tensor keys = split_heads(k->forward(x), heads_);
   Tensor values = split_heads(v->forward(x), heads_);
-  Tensor attended;
-  if (mask.fused) {
-    attended = attention(queries, keys, values, mask.lengths_tensor, mask.causal);
-  } else {
-    const double scale = 1.0 / std::sqrt(static_cast<double>(queries.size(3)));
-    Tensor scores = mask_scores(mul(gemm(queries, keys, false, true), scale), mask);
-    attended = matmul(softmax(scores, -1), values);
-  }
+  Tensor attended = mask.fused ? attention(queries, keys, values, mask.lengths_tensor, mask.causal)
+                               : attention_reference(queries, keys, values, mask.lengths_tensor, mask.causal);
   return o->forward(merge_heads(attended));
 }
 

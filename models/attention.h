@@ -15,19 +15,16 @@ struct SequenceMask {
   Tensor lengths_tensor;  // int64 [B], what the fused ops take
   bool causal = false;
   // true: the fused, tiled attention ops (ops/attention.h, memory linear in T);
-  // false: the composed reference that materialises every T × T score matrix.
+  // false: their composed references (ops/attention_reference.h), which
+  // materialise every T × T score matrix.
   bool fused = true;
-  Tensor key_padding;  // [B, 1, 1, T], 1 where key j is padding
-  Tensor future;       // [1, 1, T, T], 1 where j > i (causal mode only)
-  Tensor valid_rows;   // [B, T, 1], 1 at valid positions, 0 at padding
+  Tensor valid_rows;  // [B, T, 1], 1 at valid positions, 0 at padding
 
   // lengths_tensor [B] (int), each in [1, T]; masks in dtype/device.
   static SequenceMask build(const Tensor& lengths_tensor, int64_t length, bool causal, DType dtype, Device device,
                             bool fused = true);
 };
 
-// Fills padded keys (and, causally, future keys) of scores [B, H, T, T] with −inf.
-Tensor mask_scores(const Tensor& scores, const SequenceMask& mask);
 // [B, T, d] ↔ [B, H, T, dh]
 Tensor split_heads(const Tensor& x, int64_t heads);
 Tensor merge_heads(const Tensor& x);

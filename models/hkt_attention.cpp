@@ -3,20 +3,11 @@
 #include <cmath>
 #include <string>
 
+#include "ops/attention_reference.h"
 #include "ops/multiscale_attention.h"
 
 namespace hkt::models {
 namespace {
-
-// 1 where level l's term is allowed in causal mode: q_l(i) ≥ 0 and k_l(j) ≤ q_l(i) (SPEC section 3).
-Tensor causal_allowed(const Tensor& query_map, const Tensor& key_map, DType dtype, Device device) {
-  auto q = query_map.to_vector<int64_t>(), k = key_map.to_vector<int64_t>();
-  const int64_t length = static_cast<int64_t>(q.size());
-  std::vector<double> allowed(static_cast<size_t>(length * length));
-  for (int64_t i = 0; i < length; ++i)
-    for (int64_t j = 0; j < length; ++j) allowed[i * length + j] = q[i] >= 0 && k[j] <= q[i] ? 1.0 : 0.0;
-  return Tensor::from_doubles(allowed, {1, 1, length, length}, dtype, device);
-}
 
 // β of head h on its dh channels: [H] → [d].
 Tensor channel_gates(const Tensor& gate_logit, int64_t head_dim) {
@@ -85,43 +76,19 @@ std::vector<Tensor> HKTAttention::level_scores(const Tensor& x, const SequenceMa
   return scores;
 }
 
-Tensor HKTAttention::fused_scores(const std::vector<Tensor>& inputs, const SequenceMask& mask) const {
-  const int64_t length = inputs[0].size(1), heads = config_.n_heads;
-  Tensor level_weights = softmax(level_logits, 1);  // λ [H, L]
-  Tensor fused;
-  for (int64_t l = 0; l < config_.levels; ++l) {
-    Tensor scores = scores_at_level(inputs, l);  // S^(l) [B, H, T_l, T_l]
-    if (l > 0) {
-      Tensor query_map = query_index_map(length, l, config_.stride, mask.causal, scores.device());
-      Tensor key_map = key_index_map(length, l, config_.stride, scores.device());
-      scores = upsample(upsample(scores, 2, query_map), 3, key_map);
-      if (mask.causal) scores = mul(scores, causal_allowed(query_map, key_map, scores.dtype(), scores.device()));
-    }
-    // Level 0 needs no allowed-mask: its disallowed pairs (j > i) are masked below.
-    Tensor term = mul(scores, reshape(slice(level_weights, 1, l, l + 1), {1, heads, 1, 1}));
-    fused = fused.defined() ? add(fused, term) : term;
-  }
-  return mask_scores(fused, mask);
-}
-
 Tensor HKTAttention::forward(const Tensor& x, const SequenceMask& mask) const {
   // x: [B, T, d]. SPEC section 3 for the attention, section 4 for the hybrid head.
   std::vector<Tensor> inputs = level_inputs(x, mask);
   Tensor values = v->forward(inputs[0]);  // V from level 0 only, [B, T, d]
   Tensor head_values = split_heads(values, config_.n_heads);
-  Tensor attended;
-  if (mask.fused) {
-    std::vector<Tensor> queries, keys;
-    for (int64_t l = 0; l < config_.levels; ++l) {
-      queries.push_back(split_heads(levels[l]->q->forward(inputs[l]), config_.n_heads));
-      keys.push_back(split_heads(levels[l]->k->forward(inputs[l]), config_.n_heads));
-    }
-    attended = multiscale_attention(queries, keys, head_values, level_logits, mask.lengths_tensor, config_.stride,
-                                    mask.causal);
-  } else {
-    attended = matmul(softmax(fused_scores(inputs, mask), -1), head_values);
+  std::vector<Tensor> queries, keys;  // per level, [B, H, T_l, dh]
+  for (int64_t l = 0; l < config_.levels; ++l) {
+    queries.push_back(split_heads(levels[l]->q->forward(inputs[l]), config_.n_heads));
+    keys.push_back(split_heads(levels[l]->k->forward(inputs[l]), config_.n_heads));
   }
-  attended = merge_heads(attended);
+  auto* op = mask.fused ? &multiscale_attention : &multiscale_attention_reference;
+  Tensor attended =
+      merge_heads(op(queries, keys, head_values, level_logits, mask.lengths_tensor, config_.stride, mask.causal));
   Tensor convolved = conv->forward(values);
   Tensor gates = channel_gates(gate_logit, config_.head_dim());
   Tensor mixed = add(mul(attended, gates), mul(convolved, add(neg(gates), 1.0)));

@@ -1,7 +1,8 @@
 #pragma once
-// HKT multi-scale attention (SPEC sections 2-4), composed from ops. Every
-// level's score matrix is materialised and upsampled to T × T: this is the
-// slow, obvious reference that fused kernels are checked against.
+// HKT multi-scale attention (SPEC sections 2-4): the downsampling, the per-
+// level projections and the hybrid head as ops; the multi-scale score and
+// softmax as the fused op (ops/multiscale_attention.h) or its composed
+// reference that materialises every T × T matrix (ops/attention_reference.h).
 #include <vector>
 
 #include "models/attention.h"
@@ -51,8 +52,6 @@ class HKTAttention : public Attention {
   std::vector<Tensor> level_inputs(const Tensor& x, const SequenceMask& mask) const;
   // S^(l) = Q^(l) K^(l)ᵀ / sqrt(dh), [B, H, T_l, T_l]
   Tensor scores_at_level(const std::vector<Tensor>& inputs, int64_t l) const;
-  // Σ_l λ_l S^(l)[q_l(i), k_l(j)] · [term l allowed], [B, H, T, T] (SPEC section 3).
-  Tensor fused_scores(const std::vector<Tensor>& inputs, const SequenceMask& mask) const;
 
   ModelConfig config_;
 };
