@@ -114,18 +114,19 @@ struct ThreadScope {
 }  // namespace
 
 TEST_CASE("multiscale_attention equals the composed HKT scores, forward and every gradient") {
+  // Tile 8 crosses many tile and block boundaries; tile 64 (the default) only matters past one tile.
   for (int64_t tile : {8, 64}) {
     TileScope scope(tile);
-    for (int64_t length : {1, 7, 37, 70, 130})
+    for (int64_t length : tile == 8 ? std::vector<int64_t>{1, 7, 37, 70, 130} : std::vector<int64_t>{37, 70, 130})
       for (int64_t levels : {1, 2, 3, 4})
         for (int64_t stride : {2, 3})
           for (bool causal : {false, true}) {
+            // Full length, a single valid key, and a length that ends inside a tile.
             const std::vector<std::vector<int64_t>> cases = {
                 {length, length}, {1, length}, {length, std::max<int64_t>(1, length - 5)}};
-            for (const auto& lengths : cases) {
+            for (const auto& lengths : cases)
               compare_with_reference(length, levels, stride, causal, lengths, DType::Float64, 1e-10);
-              compare_with_reference(length, levels, stride, causal, lengths, DType::Float32, 1e-4);
-            }
+            compare_with_reference(length, levels, stride, causal, cases[2], DType::Float32, 1e-4);
           }
   }
 }

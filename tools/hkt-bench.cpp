@@ -1,0 +1,291 @@
+// hkt-bench: wall time and peak memory of the fused attention ops
+// (ops/attention.h, ops/multiscale_attention.h) against their composed
+// references (ops/attention_reference.h), B = 1, H = 4, dh = 16, float32.
+//
+//   hkt-bench [--max-t 8192] [--threads N] [--repeats 3] [--causal]
+//
+// Each case runs in its own child process (fork + exec of this program), so
+// its peak RSS (getrusage ru_maxrss) is its own. One JSON line per case, then
+// a table. HKT's time over MHA's (same implementation, same T) is printed
+// beside the paper's score-cost bound Σ_{l<L} 4^-l (SPEC's table, stride 2).
+// A benchmark reports; it never decides pass/fail.
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "hkt.h"
+#include "ops/attention_reference.h"
+
+using namespace hkt;
+
+namespace {
+
+constexpr int64_t kBatch = 1, kHeads = 4, kHeadDim = 16, kStride = 2;
+constexpr double kComposedLimitBytes = 4.0 * (1LL << 30);
+
+struct Case {
+  std::string op;    // "mha" or "hkt"
+  std::string impl;  // "fused" or "composed"
+  int64_t levels = 1, length = 0;
+};
+
+struct Options {
+  int64_t max_length = 8192;
+  int threads = 0;  // 0: OpenMP's default
+  int repeats = 3;
+  bool causal = false;
+};
+
+[[noreturn]] void usage(const std::string& problem) {
+  std::cerr << "hkt-bench: " << problem << "\n"
+            << "usage: hkt-bench [--max-t T] [--threads N] [--repeats R] [--causal]\n";
+  std::exit(2);
+}
+
+int64_t parse_int(const std::string& flag, const char* text, int64_t min_value) {
+  char* end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  if (end == text || *end != '\0' || value < min_value)
+    usage(flag + " needs an integer ≥ " + std::to_string(min_value));
+  return value;
+}
+
+double paper_bound(int64_t levels) {
+  double total = 0, term = 1;
+  for (int64_t l = 0; l < levels; ++l, term /= 4) total += term;
+  return total;
+}
+
+// A rough count of the [B, H, T, T] float32 tensors the composed version holds
+// at its peak in forward + backward (scores, their masked and softmaxed
+// copies, gradients; per level the upsampled and weighted scores).
+double composed_bytes(const Case& c) {
+  const double square = 4.0 * kBatch * kHeads * static_cast<double>(c.length) * static_cast<double>(c.length);
+  return square * (c.op == "mha" ? 6 : 4 + 4 * c.levels);
+}
+
+double milliseconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// ---- child: one case ------------------------------------------------------
+
+int run_case(const Case& c, const Options& options) {
+  if (options.threads > 0) set_num_threads(options.threads);
+  Generator generator(42);
+  const int64_t length = c.length;
+  auto leaf = [&](int64_t rows) {
+    return randn({kBatch, kHeads, rows, kHeadDim}, generator, DType::Float32).requires_grad_(true);
+  };
+  std::vector<Tensor> queries, keys, leaves;
+  for (int64_t l = 0; l < (c.op == "hkt" ? c.levels : 1); ++l) {
+    queries.push_back(leaf(level_length(length, l, kStride)));
+    keys.push_back(leaf(level_length(length, l, kStride)));
+  }
+  Tensor values = leaf(length);
+  Tensor level_logits = randn({kHeads, c.levels}, generator, DType::Float32).requires_grad_(true);
+  Tensor lengths = Tensor::from_vector<int64_t>(std::vector<int64_t>(kBatch, length), {kBatch});
+  Tensor grad_out = randn(values.shape(), generator, DType::Float32);
+  const bool fused = c.impl == "fused", causal = options.causal;
+  std::function<Tensor()> forward;
+  if (c.op == "mha")
+    forward = [&] {
+      return fused ? attention(queries[0], keys[0], values, lengths, causal)
+                   : attention_reference(queries[0], keys[0], values, lengths, causal);
+    };
+  else
+    forward = [&] {
+      return fused ? multiscale_attention(queries, keys, values, level_logits, lengths, kStride, causal)
+                   : multiscale_attention_reference(queries, keys, values, level_logits, lengths, kStride, causal);
+    };
+
+  forward().backward(grad_out);  // warm-up: OpenMP's threads start, memory is first touched
+  double best_forward = 1e300, best_both = 1e300;
+  for (int r = 0; r < options.repeats; ++r) {
+    NoGradGuard no_grad;
+    const auto start = std::chrono::steady_clock::now();
+    Tensor out = forward();
+    best_forward = std::min(best_forward, milliseconds_since(start));
+  }
+  for (int r = 0; r < options.repeats; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    forward().backward(grad_out);
+    best_both = std::min(best_both, milliseconds_since(start));
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("%.4f %.4f %.2f\n", best_forward, best_both, static_cast<double>(usage.ru_maxrss) / 1024.0);
+  return 0;
+}
+
+// ---- parent: every case in a child ----------------------------------------
+
+struct Measurement {
+  bool ok = false;
+  double forward_ms = 0, both_ms = 0, peak_mib = 0;
+  std::string error;
+};
+
+Measurement measure(const Case& c, const Options& options, const char* self) {
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) return {false, 0, 0, 0, "pipe failed"};
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid < 0) return {false, 0, 0, 0, "fork failed"};
+  if (pid == 0) {
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    const std::vector<std::string> args = {self,
+                                           "--case",
+                                           c.op,
+                                           c.impl,
+                                           std::to_string(c.levels),
+                                           std::to_string(c.length),
+                                           "--threads",
+                                           std::to_string(options.threads),
+                                           "--repeats",
+                                           std::to_string(options.repeats),
+                                           options.causal ? "--causal" : "--bidirectional"};
+    std::vector<char*> argv;
+    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  std::string output;
+  char buffer[256];
+  for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<size_t>(n));
+  close(pipe_fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  Measurement m;
+  std::istringstream in(output);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && (in >> m.forward_ms >> m.both_ms >> m.peak_mib))
+    m.ok = true;
+  else
+    m.error = WIFSIGNALED(status) ? "child killed by signal " + std::to_string(WTERMSIG(status)) : "child failed";
+  return m;
+}
+
+std::string case_name(const Case& c) {
+  return c.impl + " " + (c.op == "mha" ? std::string("MHA") : "HKT L=" + std::to_string(c.levels));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options options;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  Case child;
+  bool is_child = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    auto value = [&]() -> const char* {
+      if (i + 1 >= args.size()) usage(flag + " needs a value");
+      return args[++i].c_str();
+    };
+    if (flag == "--max-t")
+      options.max_length = parse_int(flag, value(), 1);
+    else if (flag == "--threads")
+      options.threads = static_cast<int>(parse_int(flag, value(), 0));
+    else if (flag == "--repeats")
+      options.repeats = static_cast<int>(parse_int(flag, value(), 1));
+    else if (flag == "--causal")
+      options.causal = true;
+    else if (flag == "--bidirectional")
+      options.causal = false;
+    else if (flag == "--case" && i + 4 < args.size()) {  // internal: the child's case
+      is_child = true;
+      child.op = args[i + 1];
+      child.impl = args[i + 2];
+      child.levels = parse_int(flag, args[i + 3].c_str(), 1);
+      child.length = parse_int(flag, args[i + 4].c_str(), 1);
+      i += 4;
+    } else
+      usage("unknown argument " + flag);
+  }
+  if (is_child) return run_case(child, options);
+
+  struct Row {
+    Case c;
+    Measurement m;
+    double ratio_forward = 0, ratio_both = 0;
+    std::string skipped;
+  };
+  std::vector<Row> rows;
+  for (int64_t length = 256; length <= std::min<int64_t>(options.max_length, 8192); length *= 2) {
+    Measurement mha[2];  // fused, composed
+    for (const char* impl_name : {"fused", "composed"})
+      for (int64_t levels : {1, 2, 3, 4}) {
+        const std::string impl = impl_name;
+        Row row;
+        row.c = {levels == 1 ? "mha" : "hkt", impl, levels, length};
+        const double bytes = composed_bytes(row.c);
+        if (impl == "composed" && bytes > kComposedLimitBytes) {
+          std::ostringstream reason;
+          reason << "its T x T tensors would take about " << bytes / (1LL << 30) << " GiB";
+          row.skipped = reason.str();
+        } else {
+          row.m = measure(row.c, options, argv[0]);
+          Measurement& baseline = mha[impl == "fused" ? 0 : 1];
+          if (levels == 1)
+            baseline = row.m;
+          else if (row.m.ok && baseline.ok) {
+            row.ratio_forward = row.m.forward_ms / baseline.forward_ms;
+            row.ratio_both = row.m.both_ms / baseline.both_ms;
+          }
+        }
+        std::printf(
+            "{\"op\":\"%s\",\"impl\":\"%s\",\"T\":%lld,\"B\":%lld,\"H\":%lld,\"dh\":%lld,\"levels\":%lld,"
+            "\"stride\":%lld,\"causal\":%s,\"threads\":%d,\"repeats\":%d",
+            row.c.op.c_str(), impl.c_str(), static_cast<long long>(length), static_cast<long long>(kBatch),
+            static_cast<long long>(kHeads), static_cast<long long>(kHeadDim), static_cast<long long>(levels),
+            static_cast<long long>(kStride), options.causal ? "true" : "false",
+            options.threads > 0 ? options.threads : num_threads(), options.repeats);
+        if (!row.skipped.empty())
+          std::printf(",\"skipped\":\"%s\"}\n", row.skipped.c_str());
+        else if (!row.m.ok)
+          std::printf(",\"error\":\"%s\"}\n", row.m.error.c_str());
+        else {
+          std::printf(",\"forward_ms\":%.3f,\"forward_backward_ms\":%.3f,\"peak_rss_mib\":%.1f", row.m.forward_ms,
+                      row.m.both_ms, row.m.peak_mib);
+          if (levels > 1 && row.ratio_forward > 0)
+            std::printf(",\"hkt_over_mha_forward\":%.4f,\"hkt_over_mha_forward_backward\":%.4f,\"paper_bound\":%.4f",
+                        row.ratio_forward, row.ratio_both, paper_bound(levels));
+          std::printf("}\n");
+        }
+        std::fflush(stdout);
+        rows.push_back(row);
+      }
+  }
+
+  std::printf("\n%6s  %-18s %12s %14s %10s %9s %9s %7s\n", "T", "case", "forward ms", "fwd+bwd ms", "peak MiB",
+              "HKT/MHA", "HKT/MHA", "bound");
+  std::printf("%6s  %-18s %12s %14s %10s %9s %9s %7s\n", "", "", "", "", "", "fwd", "fwd+bwd", "");
+  for (const Row& row : rows) {
+    std::printf("%6lld  %-18s ", static_cast<long long>(row.c.length), case_name(row.c).c_str());
+    if (!row.skipped.empty())
+      std::printf("skipped: %s\n", row.skipped.c_str());
+    else if (!row.m.ok)
+      std::printf("error: %s\n", row.m.error.c_str());
+    else if (row.ratio_forward > 0)
+      std::printf("%12.2f %14.2f %10.1f %9.3f %9.3f %7.4f\n", row.m.forward_ms, row.m.both_ms, row.m.peak_mib,
+                  row.ratio_forward, row.ratio_both, paper_bound(row.c.levels));
+    else
+      std::printf("%12.2f %14.2f %10.1f\n", row.m.forward_ms, row.m.both_ms, row.m.peak_mib);
+  }
+  return 0;
+}
