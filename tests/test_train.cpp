@@ -151,6 +151,6 @@ TEST_CASE("the hkt-train command line: unknown flags, bad values and missing dat
         1);
   CHECK(read_text(log).find("absent/train.tsv") != std::string::npos);
   CHECK(run_tool("--help", log) == 0);
-  CHECK(read_text(log).find("--attention") == std::string::npos);
   CHECK(read_text(log).find("--model VALUE") != std::string::npos);
+  CHECK(read_text(log).find("--attention-impl VALUE") != std::string::npos);
 }
