@@ -207,6 +207,10 @@ int main(int argc, char** argv) {
       options.causal = true;
     else if (flag == "--bidirectional")
       options.causal = false;
+    else if (flag == "--help" || flag == "-h") {
+      std::cout << "usage: hkt-bench [--max-t T] [--threads N] [--repeats R] [--causal]\n";
+      return 0;
+    }
     else if (flag == "--case" && i + 4 < args.size()) {  // internal: the child's case
       is_child = true;
       child.op = args[i + 1];
