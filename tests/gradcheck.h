@@ -118,4 +118,19 @@ inline double max_abs_diff(const Tensor& a, const std::vector<double>& expected)
   return worst;
 }
 
+// int64 [B] lengths, as the classifiers and the attention ops take them.
+inline Tensor lengths_tensor(const std::vector<int64_t>& lengths) {
+  return Tensor::from_vector<int64_t>(lengths, {static_cast<int64_t>(lengths.size())});
+}
+
+// max |a − b| / max |b|, the denominator at least 0.01: some gradients are
+// exactly 0 in theory (one valid key) and rounding-small in both.
+inline double relative_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.defined());
+  REQUIRE(b.defined());
+  double scale = 0;
+  for (double x : b.to_vector<double>()) scale = std::max(scale, std::abs(x));
+  return max_abs_diff(a, b) / std::max(scale, 1e-2);
+}
+
 }  // namespace hkt::testing

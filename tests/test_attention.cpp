@@ -9,23 +9,11 @@
 
 using namespace hkt;
 using hkt::testing::gradcheck;
+using hkt::testing::lengths_tensor;
 using hkt::testing::random_tensor;
+using hkt::testing::relative_diff;
 
 namespace {
-
-Tensor lengths_tensor(const std::vector<int64_t>& lengths) {
-  return Tensor::from_vector<int64_t>(lengths, {static_cast<int64_t>(lengths.size())});
-}
-
-// max |a − b| / max |b|, the denominator at least 0.01: with one valid key
-// (T = 1) the q and k gradients are exactly 0 in theory and rounding-small in both.
-double relative_diff(const Tensor& a, const Tensor& b) {
-  REQUIRE(a.defined());
-  REQUIRE(b.defined());
-  double scale = 0;
-  for (double x : b.to_vector<double>()) scale = std::max(scale, std::abs(x));
-  return hkt::testing::max_abs_diff(a, b) / std::max(scale, 1e-2);
-}
 
 struct Result {
   Tensor out, grad_q, grad_k, grad_v;

@@ -10,6 +10,7 @@
 
 using namespace hkt;
 using namespace hkt::models;
+using hkt::testing::lengths_tensor;
 using hkt::testing::random_tensor;
 
 namespace {
@@ -39,11 +40,6 @@ void set_values(const Tensor& parameter, double value) {
 void copy_values(const Tensor& target, const Tensor& source) {
   REQUIRE(target.shape() == source.shape());
   target.impl()->storage = source.detach().clone().impl()->storage;
-}
-
-Tensor lengths_tensor(std::vector<int64_t> lengths) {
-  int64_t n = static_cast<int64_t>(lengths.size());
-  return Tensor::from_vector<int64_t>(lengths, {n});
 }
 
 // Max |a − b| over rows b, i with i < lengths[b] of [B, T, d] tensors.
