@@ -18,24 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Json options_json(const TrainOptions& o) {
-  return Json::object({{"task", o.task},
-                       {"data", o.data},
-                       {"seq_len", o.seq_len},
-                       {"batch", o.batch},
-                       {"epochs", o.epochs},
-                       {"steps", o.steps},
-                       {"train_limit", o.train_limit},
-                       {"lr", o.lr},
-                       {"warmup", o.warmup},
-                       {"weight_decay", o.weight_decay},
-                       {"clip", o.clip},
-                       {"seed", static_cast<double>(o.seed)},
-                       {"threads", o.threads},
-                       {"attention_impl", o.fused_attention ? "fused" : "composed"},
-                       {"model", config_to_json(o.model)}});
-}
-
 // Keeps the metrics lines up to `step` (a resumed run rewrites what follows).
 void truncate_metrics(const std::string& path, int64_t step) {
   std::ifstream in(path);
@@ -95,7 +77,7 @@ Evaluation train(const TrainOptions& options) {
     std::ofstream(metrics_path, std::ios::trunc);
   }
   {
-    Json run = options_json(options);
+    Json run = options_to_json(options);
     run.set("model", config_to_json(config));
     data::write_file_atomic((fs::path(options.out) / "config.json").string(), to_json(run) + "\n", "train");
   }

@@ -9,6 +9,10 @@
 #include "models/classifier.h"
 #include "models/data/dataset.h"
 
+namespace hkt {
+class Json;
+}
+
 namespace hkt::models {
 
 struct TrainOptions {
@@ -36,6 +40,11 @@ struct TrainOptions {
   bool resume = false;
   int64_t stop_at = 0;           // > 0: stop after this step, as if interrupted (tests)
 };
+
+// The options as written to OUT/config.json, and back (for --resume DIR);
+// from_json throws naming a missing key or a value of the wrong type.
+Json options_to_json(const TrainOptions& options);
+TrainOptions options_from_json(const Json& json);
 
 // A permutation of [0, n) fixed by (seed, stream); epoch e reads the training
 // set in shuffled_order(n, seed, e), so data order is a function of the step.

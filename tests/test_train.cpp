@@ -154,3 +154,24 @@ TEST_CASE("the hkt-train command line: unknown flags, bad values and missing dat
   CHECK(read_text(log).find("--model VALUE") != std::string::npos);
   CHECK(read_text(log).find("--attention-impl VALUE") != std::string::npos);
 }
+
+TEST_CASE("hkt-train --resume DIR continues with the run's saved options and matches a straight run") {
+  hkt::testing::TempDir dir;
+  write_listops(dir.path());
+  auto log = dir.path() / "log.txt";
+  const std::string common = "--task listops --data " + dir.path().string() +
+                             " --seq-len 24 --d-model 16 --layers 1 --heads 2 --d-ff 16 --batch 8 --steps 4 "
+                             "--log-every 1 --eval-every 2 --eval-batches 1 --threads 1 --seed 4 ";
+  REQUIRE(run_tool(common + "--out " + (dir.path() / "straight").string(), log) == 0);
+  REQUIRE(run_tool(common + "--stop-at 2 --out " + (dir.path() / "resumed").string(), log) == 0);
+  REQUIRE(run_tool("--resume " + (dir.path() / "resumed").string(), log) == 0);
+  CHECK(read_text(log).find("resuming at step 2") != std::string::npos);
+  std::string expected = metrics_without_timing(dir.path() / "straight" / "metrics.jsonl");
+  CHECK(expected.find("\"step\":4") != std::string::npos);
+  CHECK(metrics_without_timing(dir.path() / "resumed" / "metrics.jsonl") == expected);
+
+  CHECK(run_tool("--resume " + (dir.path() / "resumed").string() + " --lr 1", log) == 2);
+  CHECK(read_text(log).find("--resume takes the run's options from") != std::string::npos);
+  CHECK(run_tool("--resume " + (dir.path() / "absent").string(), log) == 2);
+  CHECK(read_text(log).find("absent/config.json") != std::string::npos);
+}

@@ -2,7 +2,11 @@
 // metrics.jsonl, config.json and atomic checkpoints; --resume continues a run.
 #include <cstdio>
 
+#include <filesystem>
+
 #include "models/cli.h"
+#include "models/data/dataset.h"
+#include "models/json.h"
 #include "models/training.h"
 
 using namespace hkt;
@@ -41,12 +45,37 @@ cli::Flags declare_flags() {
   flags.add("eval-batches", "0", "evaluate on this many batches only (0: all)");
   flags.add("checkpoint-every", "0", "steps between checkpoints (0: at each evaluation)");
   flags.add("out", "runs/hkt", "output folder");
-  flags.add_switch("resume", "continue from OUT/checkpoint.safetensors (same flags as the first run)");
+  flags.add("resume", "", "continue the run in DIR from DIR/checkpoint.safetensors with the options of DIR/config.json");
   flags.add("stop-at", "0", "stop after this step as if interrupted (for tests)");
   return flags;
 }
 
+// --resume DIR: the run's own options, from DIR/config.json; only the thread
+// count and --stop-at may be given beside it (anything else would change the run).
+models::TrainOptions resumed_options(const cli::Flags& flags) {
+  const std::string folder = flags.get("resume");
+  for (const char* flag : {"task", "data", "model", "d-model", "layers", "heads", "d-ff", "levels", "stride",
+                           "down-kernel", "conv-kernel", "causal", "attention-impl", "seq-len", "batch", "epochs",
+                           "steps", "train-limit", "val-size", "lr", "warmup", "weight-decay", "clip", "seed",
+                           "log-every", "eval-every", "eval-batches", "checkpoint-every", "out"})
+    hkt::check(!flags.was_given(flag), "hkt-train: --resume takes the run's options from ", folder,
+               "/config.json; drop --", flag);
+  const std::string path = (std::filesystem::path(folder) / "config.json").string();
+  models::TrainOptions o;
+  try {
+    o = models::options_from_json(parse_json(data::read_file_bytes(path, "hkt-train")));
+  } catch (const hkt::Error& error) {
+    hkt::fail("hkt-train: --resume ", folder, ": ", path, ": ", error.what());
+  }
+  o.out = folder;
+  o.resume = true;
+  if (flags.was_given("threads")) o.threads = static_cast<int>(flags.get_int("threads"));
+  o.stop_at = flags.get_int("stop-at");
+  return o;
+}
+
 models::TrainOptions to_options(const cli::Flags& flags) {
+  if (flags.was_given("resume")) return resumed_options(flags);
   models::TrainOptions o;
   o.task = flags.get("task");
   o.data = flags.get("data");
@@ -83,7 +112,6 @@ models::TrainOptions to_options(const cli::Flags& flags) {
   o.eval_every = flags.get_int("eval-every");
   o.eval_batches = flags.get_int("eval-batches");
   o.checkpoint_every = flags.get_int("checkpoint-every");
-  o.resume = flags.get_bool("resume");
   o.stop_at = flags.get_int("stop-at");
   hkt::check(o.log_every >= 1, "hkt-train: --log-every must be at least 1");
   hkt::check(o.threads >= 0, "hkt-train: --threads must be non-negative");
