@@ -199,12 +199,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
         ": expected q, k and v of one shape [B, H, T, dh]");
   check(q.numel() > 0, op, ": ", shapes, ": empty tensors");
   AttentionDims dims;
-  dims.batch = q.size(0);
-  dims.heads = q.size(1);
-  dims.length = q.size(2);
-  dims.head_dim = q.size(3);
-  dims.causal = causal;
-  dims.tile = attention_cpu_tile();
+  attention_tiles::fill_dims(dims, q, causal);
   Tensor valid = attention_tiles::checked_lengths(op, lengths, dims.batch, dims.length, q.device());
 
   Tensor out = Tensor::empty(q.shape(), q.dtype(), q.device());

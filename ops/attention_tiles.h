@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "engine/tensor.h"
+#include "ops/attention.h"
 
 namespace hkt::attention_tiles {
 
@@ -42,6 +43,16 @@ void visit_tile(const char* op, int64_t tile, Fn&& fn) {
 
 // Query i sees keys j < key_limit(i): padded keys (j ≥ length) are masked and,
 // causally, so are keys after i. Always ≥ 1 since length ≥ 1.
+// The problem's sizes from a [B, H, T, dh] tensor, with the CPU tile edge.
+inline void fill_dims(AttentionDims& dims, const Tensor& like, bool causal) {
+  dims.batch = like.size(0);
+  dims.heads = like.size(1);
+  dims.length = like.size(2);
+  dims.head_dim = like.size(3);
+  dims.causal = causal;
+  dims.tile = attention_cpu_tile();
+}
+
 inline int64_t key_limit(int64_t i, int64_t length, bool causal) { return causal ? std::min(length, i + 1) : length; }
 
 // out[d * ld + c] = rows[c * dh + d] for c < count: `count` rows of width dh, transposed.

@@ -379,12 +379,7 @@ Tensor multiscale_attention(const std::vector<Tensor>& q_levels, const std::vect
                             const Tensor& level_logits, const Tensor& lengths, int64_t stride, bool causal) {
   check_multiscale_args(q_levels, k_levels, v, level_logits, stride);
   MultiscaleAttentionDims dims;
-  dims.batch = v.size(0);
-  dims.heads = v.size(1);
-  dims.length = v.size(2);
-  dims.head_dim = v.size(3);
-  dims.causal = causal;
-  dims.tile = attention_cpu_tile();
+  attention_tiles::fill_dims(dims, v, causal);
   dims.levels = static_cast<int64_t>(q_levels.size());
   dims.stride = stride;
   Tensor valid = attention_tiles::checked_lengths(kOp, lengths, dims.batch, dims.length, v.device());
