@@ -11,17 +11,17 @@ SequenceMask SequenceMask::build(const Tensor& lengths_tensor, int64_t length, b
         lengths_tensor.defined() ? lengths_tensor.str() : "undefined");
   check(!is_floating(lengths_tensor.dtype()), "attention: lengths must be integers, got ", lengths_tensor.str());
   SequenceMask mask;
-  mask.lengths = lengths_tensor.to_vector<int64_t>();
+  const std::vector<int64_t> lengths = lengths_tensor.to_vector<int64_t>();
   mask.causal = causal;
   mask.fused = fused;
-  const int64_t batch = static_cast<int64_t>(mask.lengths.size());
+  const int64_t batch = static_cast<int64_t>(lengths.size());
   std::vector<double> valid(static_cast<size_t>(batch * length));
   for (int64_t b = 0; b < batch; ++b) {
-    int64_t n = mask.lengths[b];
+    int64_t n = lengths[b];
     check(n >= 1 && n <= length, "attention: length ", n, " of example ", b, " is outside [1, ", length, "]");
     for (int64_t j = 0; j < length; ++j) valid[b * length + j] = j < n ? 1.0 : 0.0;
   }
-  mask.lengths_tensor = Tensor::from_vector(mask.lengths, {batch}, device);
+  mask.lengths_tensor = Tensor::from_vector(lengths, {batch}, device);
   mask.valid_rows = Tensor::from_doubles(valid, {batch, length, 1}, dtype, device);
   return mask;
 }

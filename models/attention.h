@@ -11,8 +11,7 @@ namespace hkt::models {
 // What attention needs to know about a batch, built once per forward:
 // x is [B, T, d]; lengths[b] valid positions, the rest padding.
 struct SequenceMask {
-  std::vector<int64_t> lengths;
-  Tensor lengths_tensor;  // int64 [B], what the fused ops take
+  Tensor lengths_tensor;  // int64 [B], valid positions per example
   bool causal = false;
   // true: the fused, tiled attention ops (ops/attention.h, memory linear in T);
   // false: their composed references (ops/attention_reference.h), which

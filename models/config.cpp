@@ -26,9 +26,6 @@ void ModelConfig::validate() const {
   check(d_model % n_heads == 0, "config: d_model ", d_model, " is not divisible by n_heads ", n_heads);
 }
 
-}  // namespace hkt::models
-
-namespace hkt::models {
 
 Json config_to_json(const ModelConfig& c) {
   return Json::object({{"attention", c.attention},

@@ -64,18 +64,6 @@ std::vector<Tensor> HKTAttention::level_inputs(const Tensor& x, const SequenceMa
   return inputs;
 }
 
-Tensor HKTAttention::scores_at_level(const std::vector<Tensor>& inputs, int64_t l) const {
-  Tensor queries = split_heads(levels[l]->q->forward(inputs[l]), config_.n_heads);
-  Tensor keys = split_heads(levels[l]->k->forward(inputs[l]), config_.n_heads);
-  return mul(gemm(queries, keys, false, true), 1.0 / std::sqrt(static_cast<double>(config_.head_dim())));
-}
-
-std::vector<Tensor> HKTAttention::level_scores(const Tensor& x, const SequenceMask& mask) const {
-  std::vector<Tensor> inputs = level_inputs(x, mask), scores;
-  for (int64_t l = 0; l < config_.levels; ++l) scores.push_back(scores_at_level(inputs, l));
-  return scores;
-}
-
 Tensor HKTAttention::forward(const Tensor& x, const SequenceMask& mask) const {
   // x: [B, T, d]. SPEC section 3 for the attention, section 4 for the hybrid head.
   std::vector<Tensor> inputs = level_inputs(x, mask);

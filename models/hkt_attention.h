@@ -37,9 +37,6 @@ class HKTAttention : public Attention {
   HKTAttention(const ModelConfig& config, Generator& generator);
   Tensor forward(const Tensor& x, const SequenceMask& mask) const override;
 
-  // S^(l) of every level, [B, H, T_l, T_l], before upsampling (for inspection and tests).
-  std::vector<Tensor> level_scores(const Tensor& x, const SequenceMask& mask) const;
-
   std::vector<std::shared_ptr<LevelProjections>> levels;  // l = 0 … L−1
   std::vector<std::shared_ptr<Downsample>> down;          // index l − 1 for l = 1 … L−1
   std::shared_ptr<Linear> v, o;
@@ -50,8 +47,6 @@ class HKTAttention : public Attention {
  private:
   // X^(0) … X^(L−1); X^(0) is x with padded rows zeroed.
   std::vector<Tensor> level_inputs(const Tensor& x, const SequenceMask& mask) const;
-  // S^(l) = Q^(l) K^(l)ᵀ / sqrt(dh), [B, H, T_l, T_l]
-  Tensor scores_at_level(const std::vector<Tensor>& inputs, int64_t l) const;
 
   ModelConfig config_;
 };
