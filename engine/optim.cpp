@@ -10,19 +10,6 @@
 
 namespace hkt {
 
-struct SGDHyper {
-  double lr, momentum, weight_decay;
-  bool first_step;
-};
-struct AdamWHyper {
-  double lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2;
-};
-// The velocity is unused (and may be undefined) when momentum is 0.
-using SGDKernel = void(Tensor& param, const Tensor& grad, Tensor& velocity, const SGDHyper& hyper);
-using AdamWKernel = void(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
-                         const AdamWHyper& hyper);
-using ScaleKernel = void(Tensor& x, double factor);
-
 // ---- CPU kernels ----------------------------------------------------------
 
 void sgd_step_cpu(Tensor& param, const Tensor& grad, Tensor& velocity, const SGDHyper& h) {

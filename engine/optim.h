@@ -79,4 +79,19 @@ double clip_grad_norm(const NamedTensors& parameters, double max_norm);
 // The joint L2 norm of the gradients (parameters without one count as zero).
 double grad_norm(const NamedTensors& parameters);
 
+// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+
+struct SGDHyper {
+  double lr, momentum, weight_decay;
+  bool first_step;
+};
+struct AdamWHyper {
+  double lr, beta1, beta2, eps, weight_decay, bias_correction1, bias_correction2;
+};
+// The velocity is unused (and may be undefined) when momentum is 0.
+using SGDKernel = void(Tensor& param, const Tensor& grad, Tensor& velocity, const SGDHyper& hyper);
+using AdamWKernel = void(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq,
+                         const AdamWHyper& hyper);
+using ScaleKernel = void(Tensor& x, double factor);
+
 }  // namespace hkt

@@ -10,13 +10,6 @@
 
 namespace hkt {
 
-// x [B, T, C], weight [C, k], bias [C] or undefined, out [B, T_out, C].
-using DepthwiseConv1dKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
-                                   Tensor& out);
-// Writes each defined gradient: grad_x [B, T, C], grad_weight [C, k], grad_bias [C].
-using DepthwiseConv1dBackwardKernel = void(const Tensor& x, const Tensor& weight, const Tensor& grad_out,
-                                           int64_t stride, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias);
-
 // ---- CPU kernels ----------------------------------------------------------
 
 namespace {

@@ -18,4 +18,13 @@ namespace hkt {
 // O_conv[i, c] = bc[c] + Σ_r Wc[c, r] · V[i − kc + 1 + r, c].
 Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride);
 
+// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+
+// x [B, T, C], weight [C, k], bias [C] or undefined, out [B, T_out, C].
+using DepthwiseConv1dKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
+                                   Tensor& out);
+// Writes each defined gradient: grad_x [B, T, C], grad_weight [C, k], grad_bias [C].
+using DepthwiseConv1dBackwardKernel = void(const Tensor& x, const Tensor& weight, const Tensor& grad_out,
+                                           int64_t stride, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias);
+
 }  // namespace hkt

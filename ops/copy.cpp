@@ -7,8 +7,6 @@
 
 namespace hkt {
 
-using CastKernel = void(const Tensor& x, Tensor& out);
-
 template <class From, class To>
 void cast_loop(const Tensor& x, Tensor& out) {
   const From* px = static_cast<const From*>(x.raw_data());

@@ -10,12 +10,6 @@
 
 namespace hkt {
 
-using BinaryKernel = void(const Tensor& a, const Tensor& b, Tensor& out);
-using UnaryKernel = void(const Tensor& x, double param, Tensor& out);
-using UnaryBackwardKernel = void(const Tensor& x, const Tensor& y, const Tensor& grad_out, double param,
-                                 Tensor& grad_in);
-using BroadcastKernel = void(const Tensor& x, Tensor& out);
-
 std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
   std::vector<int64_t> strides(out.size(), 0);
   int64_t stride = 1;

@@ -39,4 +39,12 @@ inline Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
 inline Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
 inline Tensor operator/(const Tensor& a, double b) { return mul(a, 1.0 / b); }
 
+// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+
+using BinaryKernel = void(const Tensor& a, const Tensor& b, Tensor& out);
+using UnaryKernel = void(const Tensor& x, double param, Tensor& out);
+using UnaryBackwardKernel = void(const Tensor& x, const Tensor& y, const Tensor& grad_out, double param,
+                                 Tensor& grad_in);
+using BroadcastKernel = void(const Tensor& x, Tensor& out);
+
 }  // namespace hkt

@@ -13,12 +13,6 @@
 
 namespace hkt {
 
-// x and out seen as [outer, extent, inner] around `axis`, out's extent being
-// index.numel(): out[o, p, :] = x[o, index[p], :], zero where index[p] < 0.
-using IndexSelectKernel = void(const Tensor& x, const Tensor& index, int64_t axis, Tensor& out);
-// grad_in[o, index[p], :] += grad_out[o, p, :], skipping index[p] < 0.
-using IndexAddKernel = void(const Tensor& grad_out, const Tensor& index, int64_t axis, Tensor& grad_in);
-
 // ---- CPU kernels ----------------------------------------------------------
 
 // Rows are copied as bytes, so any dtype can be gathered (token ids too).

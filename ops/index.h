@@ -32,4 +32,12 @@ Tensor key_index_map(int64_t T, int64_t level, int64_t stride, Device device = D
 // scatter-adds into x, skipping −1.
 Tensor upsample(const Tensor& x, int64_t axis, const Tensor& index_map);
 
+// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+
+// x and out seen as [outer, extent, inner] around `axis`, out's extent being
+// index.numel(): out[o, p, :] = x[o, index[p], :], zero where index[p] < 0.
+using IndexSelectKernel = void(const Tensor& x, const Tensor& index, int64_t axis, Tensor& out);
+// grad_in[o, index[p], :] += grad_out[o, p, :], skipping index[p] < 0.
+using IndexAddKernel = void(const Tensor& grad_out, const Tensor& index, int64_t axis, Tensor& grad_in);
+
 }  // namespace hkt

@@ -10,13 +10,6 @@
 
 namespace hkt {
 
-// logits: [N, C], labels: [N]. Writes loss: [] (the batch mean) and
-// log_sum_exp: [N], which backward needs to rebuild the softmax.
-using CrossEntropyKernel = void(const Tensor& logits, const Tensor& labels, Tensor& loss, Tensor& log_sum_exp);
-// grad_loss: [] (dL/dloss); grad_logits: [N, C].
-using CrossEntropyBackwardKernel = void(const Tensor& logits, const Tensor& labels, const Tensor& log_sum_exp,
-                                        const Tensor& grad_loss, Tensor& grad_logits);
-
 // ---- CPU kernels ----------------------------------------------------------
 
 // loss = (1/N) Σ_n (lse_n − logits[n, labels[n]]),  lse_n = m_n + log Σ_c exp(logits[n, c] − m_n)

@@ -11,4 +11,13 @@ namespace hkt {
 // Labels are range-checked on the host before the kernel runs.
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels);
 
+// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+
+// logits: [N, C], labels: [N]. Writes loss: [] (the batch mean) and
+// log_sum_exp: [N], which backward needs to rebuild the softmax.
+using CrossEntropyKernel = void(const Tensor& logits, const Tensor& labels, Tensor& loss, Tensor& log_sum_exp);
+// grad_loss: [] (dL/dloss); grad_logits: [N, C].
+using CrossEntropyBackwardKernel = void(const Tensor& logits, const Tensor& labels, const Tensor& log_sum_exp,
+                                        const Tensor& grad_loss, Tensor& grad_logits);
+
 }  // namespace hkt

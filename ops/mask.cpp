@@ -9,9 +9,6 @@
 
 namespace hkt {
 
-// x, out: the same shape; mask: any dtype, broadcast to x's shape.
-using MaskedFillKernel = void(const Tensor& x, const Tensor& mask, double value, Tensor& out);
-
 // ---- CPU kernels ----------------------------------------------------------
 
 namespace {

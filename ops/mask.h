@@ -10,4 +10,9 @@ namespace hkt {
 // where the mask is zero and is zero where it filled; mask gets none.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
+// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+
+// x, out: the same shape; mask: any dtype, broadcast to x's shape.
+using MaskedFillKernel = void(const Tensor& x, const Tensor& mask, double value, Tensor& out);
+
 }  // namespace hkt

@@ -15,10 +15,6 @@
 
 namespace hkt {
 
-// c[i] = op(a[i]) · op(b[i]) for i < dims.batch; with dims.stride_c == 0,
-// c = Σ_i op(a[i]) · op(b[i]).
-using GemmKernel = void(const Tensor& a, const Tensor& b, Tensor& c, const GemmDims& dims);
-
 // ---- CPU kernel -----------------------------------------------------------
 
 namespace {

@@ -31,4 +31,10 @@ struct GemmDims {
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
 };
 
+// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+
+// c[i] = op(a[i]) · op(b[i]) for i < dims.batch; with dims.stride_c == 0,
+// c = Σ_i op(a[i]) · op(b[i]).
+using GemmKernel = void(const Tensor& a, const Tensor& b, Tensor& c, const GemmDims& dims);
+
 }  // namespace hkt

@@ -12,14 +12,6 @@
 
 namespace hkt {
 
-// x, out: [rows, D]; weight, bias: [D]; mean, rstd: [rows], saved for backward.
-using LayerNormKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& out,
-                             Tensor& mean, Tensor& rstd);
-// grad_out, grad_x: [rows, D]; grad_weight, grad_bias: [D].
-using LayerNormBackwardKernel = void(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
-                                     const Tensor& grad_out, Tensor& grad_x, Tensor& grad_weight,
-                                     Tensor& grad_bias);
-
 // ---- CPU kernels ----------------------------------------------------------
 
 // mean = Σ x / D,  var = Σ (x − mean)² / D  (two passes: no cancellation),

@@ -10,4 +10,14 @@ namespace hkt {
 // x: [..., D]; weight, bias: [D]. SPEC §5 fixes eps = 1e-5.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
 
+// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+
+// x, out: [rows, D]; weight, bias: [D]; mean, rstd: [rows], saved for backward.
+using LayerNormKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& out,
+                             Tensor& mean, Tensor& rstd);
+// grad_out, grad_x: [rows, D]; grad_weight, grad_bias: [D].
+using LayerNormBackwardKernel = void(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+                                     const Tensor& grad_out, Tensor& grad_x, Tensor& grad_weight,
+                                     Tensor& grad_bias);
+
 }  // namespace hkt

@@ -12,13 +12,6 @@
 
 namespace hkt {
 
-// x viewed as [outer, extent, inner]; out is [outer, inner].
-using ReduceKernel = void(const Tensor& x, AxisSplit split, Tensor& out);
-// max also writes the index of the winner along the axis: [outer, inner] int64.
-using MaxKernel = void(const Tensor& x, AxisSplit split, Tensor& out, Tensor& argmax);
-// grad_in[o, argmax[o, i], i] = grad_out[o, i], zero elsewhere.
-using MaxBackwardKernel = void(const Tensor& grad_out, const Tensor& argmax, AxisSplit split, Tensor& grad_in);
-
 // ---- CPU kernels ----------------------------------------------------------
 
 void sum_cpu(const Tensor& x, AxisSplit split, Tensor& out) {

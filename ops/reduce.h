@@ -1,6 +1,7 @@
 #pragma once
 // Reductions along one axis or over all elements.
 #include "engine/tensor.h"
+#include "ops/common.h"  // AxisSplit
 
 namespace hkt {
 
@@ -14,5 +15,14 @@ Tensor max(const Tensor& x);
 
 // Sums a broadcast gradient back to `shape` (the inverse of broadcasting).
 Tensor sum_to(const Tensor& x, const Shape& shape);
+
+// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+
+// x viewed as [outer, extent, inner]; out is [outer, inner].
+using ReduceKernel = void(const Tensor& x, AxisSplit split, Tensor& out);
+// max also writes the index of the winner along the axis: [outer, inner] int64.
+using MaxKernel = void(const Tensor& x, AxisSplit split, Tensor& out, Tensor& argmax);
+// grad_in[o, argmax[o, i], i] = grad_out[o, i], zero elsewhere.
+using MaxBackwardKernel = void(const Tensor& grad_out, const Tensor& argmax, AxisSplit split, Tensor& grad_in);
 
 }  // namespace hkt

@@ -8,12 +8,6 @@
 
 namespace hkt {
 
-// out[o, dst_start + k, i] = src[o, src_start + k, i] for k < count, both seen
-// as [outer, extent, inner] around `axis`. Serves slice, its backward and concat.
-using AxisCopyKernel = void(const Tensor& src, int64_t src_start, Tensor& dst, int64_t dst_start, int64_t count,
-                            int64_t axis);
-using PermuteKernel = void(const Tensor& x, const std::vector<int64_t>& dims, Tensor& out);
-
 // ---- CPU kernels ----------------------------------------------------------
 
 void axis_copy_cpu(const Tensor& src, int64_t src_start, Tensor& dst, int64_t dst_start, int64_t count,

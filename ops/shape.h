@@ -15,4 +15,12 @@ Tensor transpose(const Tensor& x, int64_t axis0, int64_t axis1);
 Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end);
 Tensor concat(const std::vector<Tensor>& tensors, int64_t axis);
 
+// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+
+// out[o, dst_start + k, i] = src[o, src_start + k, i] for k < count, both seen
+// as [outer, extent, inner] around `axis`. Serves slice, its backward and concat.
+using AxisCopyKernel = void(const Tensor& src, int64_t src_start, Tensor& dst, int64_t dst_start, int64_t count,
+                            int64_t axis);
+using PermuteKernel = void(const Tensor& x, const std::vector<int64_t>& dims, Tensor& out);
+
 }  // namespace hkt

@@ -13,11 +13,6 @@
 
 namespace hkt {
 
-// x, out: [outer, extent, inner].
-using SoftmaxKernel = void(const Tensor& x, AxisSplit split, Tensor& out);
-// y is the forward output (softmax or log_softmax); grad_in gets dL/dx.
-using SoftmaxBackwardKernel = void(const Tensor& y, const Tensor& grad_out, AxisSplit split, Tensor& grad_in);
-
 // ---- CPU kernels ----------------------------------------------------------
 
 namespace {

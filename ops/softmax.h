@@ -10,10 +10,18 @@
 #include <cstdint>
 
 #include "engine/tensor.h"
+#include "ops/common.h"  // AxisSplit
 
 namespace hkt {
 
 Tensor softmax(const Tensor& x, int64_t axis);
 Tensor log_softmax(const Tensor& x, int64_t axis);
+
+// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+
+// x, out: [outer, extent, inner].
+using SoftmaxKernel = void(const Tensor& x, AxisSplit split, Tensor& out);
+// y is the forward output (softmax or log_softmax); grad_in gets dL/dx.
+using SoftmaxBackwardKernel = void(const Tensor& y, const Tensor& grad_out, AxisSplit split, Tensor& grad_in);
 
 }  // namespace hkt

@@ -1,0 +1,60 @@
+// CUDA kernel of gemm (ops/matmul.h) on cuBLAS, in full float32 (cuBLAS's
+// default math mode: no TF32), so that results match the CPU to rounding.
+//
+// cuBLAS is column-major; a row-major [R, C] matrix is, read column-major,
+// its transpose. So row-major C = op(A) op(B) is computed as the column-major
+// product Cᵀ = op(B)ᵀ op(A)ᵀ: swap the operands and pass each one's transpose
+// flag unchanged, with the leading dimensions the CPU kernel gives BLAS.
+#include <climits>
+
+#include "cuda/kernel_util.cuh"
+#include "engine/dispatch.h"
+#include "ops/matmul.h"
+
+namespace hkt::cuda {
+namespace {
+
+int blas_int(int64_t value) {
+  hkt::check(value <= INT_MAX, "gemm: extent ", value, " exceeds the cuBLAS integer range");
+  return static_cast<int>(value);
+}
+
+void gemm_cuda(const Tensor& a, const Tensor& b, Tensor& c, const GemmDims& d) {
+  const char* op = "gemm";
+  require_float32(op, a);
+  require_float32(op, b);
+  require_float32(op, c);
+  if (c.numel() == 0) return;
+  cudaStream_t s = stream_of(c);
+  if (d.k == 0 || d.batch == 0) {  // an empty sum
+    check(cudaMemsetAsync(c.raw_data(), 0, c.nbytes(), s), op, "cudaMemsetAsync");
+    return;
+  }
+  cublasHandle_t handle = cublas(c.device().index);
+  const int m = blas_int(d.m), n = blas_int(d.n), k = blas_int(d.k);
+  const int lda = d.trans_a ? m : k, ldb = d.trans_b ? k : n;
+  const cublasOperation_t op_a = d.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = d.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const float* pa = ptr(a);
+  const float* pb = ptr(b);
+  float* pc = ptr(c);
+  const float one = 1.0f, zero = 0.0f;
+  if (d.stride_c == 0 && d.batch > 1) {
+    // Batch items summed into one c (a shared operand's gradient): one GEMM
+    // per item, accumulating (beta = 1) after the first, in issue order.
+    for (int64_t i = 0; i < d.batch; ++i)
+      check(cublasSgemm(handle, op_b, op_a, n, m, k, &one, pb + i * d.stride_b, ldb, pa + i * d.stride_a, lda,
+                        i == 0 ? &zero : &one, pc, n),
+            op, "cublasSgemm");
+    return;
+  }
+  check(cublasSgemmStridedBatched(handle, op_b, op_a, n, m, k, &one, pb, ldb, d.stride_b, pa, lda, d.stride_a, &zero,
+                                  pc, n, d.stride_c, blas_int(d.batch)),
+        op, "cublasSgemmStridedBatched");
+}
+
+}  // namespace
+
+HKT_REGISTER_KERNEL("gemm", DeviceType::CUDA, gemm_cuda);
+
+}  // namespace hkt::cuda
