@@ -7,6 +7,7 @@
 #include <new>
 #include <utility>
 
+#include "engine/device_choice.h"
 #include "engine/error.h"
 
 namespace hkt::dispatch {
@@ -79,6 +80,25 @@ int device_count(DeviceType device) {
   (void)cpu_allocator_registered;
   auto it = allocator_table().find(device);
   return it == allocator_table().end() ? 0 : it->second.device_count();
+}
+
+Device parse_device(const std::string& text) {
+  if (text == "cpu") return Device::cpu();
+  if (text == "cuda") return Device::cuda(0);
+  const std::string prefix = "cuda:";
+  const std::string digits = text.size() > prefix.size() ? text.substr(prefix.size()) : "";
+  check(text.compare(0, prefix.size(), prefix) == 0 && !digits.empty() && digits.size() <= 4 &&
+            digits.find_first_not_of("0123456789") == std::string::npos,
+        "device: expected cpu, cuda or cuda:N, got '", text, "'");
+  return Device::cuda(std::stoi(digits));
+}
+
+void require_device(Device device) {
+  (void)allocator(device);  // throws for a backend this build does not have
+  const int count = device_count(device.type);
+  check(count > 0, device.str(), ": no CUDA device is present on this machine (the build has the CUDA backend, but the",
+        " driver finds no GPU)");
+  check(device.index >= 0 && device.index < count, device.str(), ": no such device (", count, " present)");
 }
 
 }  // namespace hkt::dispatch

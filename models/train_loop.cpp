@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/device_choice.h"
 #include "models/checkpoint.h"
 #include "models/json.h"
 #include "models/progress.h"
@@ -52,6 +53,7 @@ Evaluation train(const TrainOptions& options) {
   config.classes = task.train.classes;
   config.max_len = task.train.seq_len;
   config.validate();
+  dispatch::require_device(options.device);  // before any output is written
 
   const int64_t steps_per_epoch = std::max<int64_t>(1, task.train.count / options.batch);
   const int64_t total = options.steps > 0 ? options.steps : options.epochs * steps_per_epoch;
@@ -66,6 +68,7 @@ Evaluation train(const TrainOptions& options) {
 
   Classifier model(config, options.seed);
   model.set_fused_attention(options.fused_attention);
+  model.to(options.device);  // before the optimizer, whose state follows the parameters
   AdamW optimizer(model.named_parameters(), {.lr = options.lr, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-8,
                                              .weight_decay = options.weight_decay});
   int64_t step = 0;
@@ -102,7 +105,7 @@ Evaluation train(const TrainOptions& options) {
     }
     std::vector<int64_t> indices(order.begin() + position * options.batch,
                                  order.begin() + std::min<int64_t>(task.train.count, (position + 1) * options.batch));
-    data::Batch batch = data::make_batch(task.train, indices);
+    data::Batch batch = batch_on(data::make_batch(task.train, indices), options.device);
 
     const auto start = std::chrono::steady_clock::now();
     const double lr = schedule.at(step);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "engine/device_choice.h"
 #include "models/data/cifar.h"
 #include "models/data/idx.h"
 #include "models/data/imdb.h"
@@ -67,6 +68,7 @@ Json options_to_json(const TrainOptions& o) {
                        {"clip", o.clip},
                        {"seed", std::to_string(o.seed)},  // as a string: JSON numbers are doubles
                        {"threads", o.threads},
+                       {"device", o.device.str()},
                        {"log_every", o.log_every},
                        {"eval_every", o.eval_every},
                        {"eval_batches", o.eval_batches},
@@ -94,6 +96,7 @@ TrainOptions options_from_json(const Json& json) {
         "config: seed must be a decimal string, got \"", seed, "\"");
   o.seed = std::stoull(seed);
   o.threads = static_cast<int>(json.at("threads").as_int());
+  if (json.contains("device")) o.device = dispatch::parse_device(json.at("device").as_string());  // absent before CUDA
   o.log_every = json.at("log_every").as_int();
   o.eval_every = json.at("eval_every").as_int();
   o.eval_batches = json.at("eval_batches").as_int();
@@ -138,8 +141,14 @@ TaskData load_task(const TrainOptions& options) {
   return task;
 }
 
+data::Batch batch_on(const data::Batch& batch, Device device) {
+  return {batch.tokens.to(device), batch.lengths.to(device), batch.labels.to(device)};
+}
+
 Evaluation evaluate(const Classifier& model, const data::Dataset& data, int64_t batch, int64_t max_batches) {
   NoGradGuard no_grad;
+  const NamedTensors parameters = model.named_parameters();
+  const Device device = parameters.empty() ? Device::cpu() : parameters.front().second.device();
   Evaluation result;
   double loss_sum = 0;
   int64_t correct = 0;
@@ -147,7 +156,7 @@ Evaluation evaluate(const Classifier& model, const data::Dataset& data, int64_t 
        start += batch, ++done) {
     std::vector<int64_t> indices;
     for (int64_t i = start; i < std::min(data.count, start + batch); ++i) indices.push_back(i);
-    data::Batch b = data::make_batch(data, indices);
+    data::Batch b = batch_on(data::make_batch(data, indices), device);
     Tensor logits = model.forward(b.tokens, b.lengths);
     loss_sum += cross_entropy(logits, b.labels).item() * static_cast<double>(indices.size());
     auto scores = logits.to_vector<double>();

@@ -33,6 +33,7 @@ struct TrainOptions {
   double clip = 1.0;             // ≤ 0: no clipping
   uint64_t seed = 0;
   int threads = 0;               // 0: OMP_NUM_THREADS or the core count
+  Device device = Device::cpu(); // where the model trains; batches are built on the host and moved there
   int64_t log_every = 10;
   int64_t eval_every = 0;        // 0: at the end of each epoch
   int64_t eval_batches = 0;      // > 0: evaluate on this many batches only
@@ -59,7 +60,11 @@ struct Evaluation {
   double loss = 0, accuracy = 0;
   int64_t examples = 0;
 };
-// Mean loss and accuracy over the first `max_batches` batches (0: all) of `data`.
+// The batch's tensors on `device` (make_batch builds them on the host).
+data::Batch batch_on(const data::Batch& batch, Device device);
+
+// Mean loss and accuracy over the first `max_batches` batches (0: all) of
+// `data`, computed on the device of the model's parameters.
 Evaluation evaluate(const Classifier& model, const data::Dataset& data, int64_t batch, int64_t max_batches = 0);
 
 // The whole run; returns the final validation evaluation. Throws hkt::Error

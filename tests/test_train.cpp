@@ -7,6 +7,7 @@
 #include <regex>
 #include <sstream>
 
+#include "engine/dispatch.h"
 #include "models/checkpoint.h"
 #include "models/data/listops.h"
 #include "models/training.h"
@@ -153,6 +154,29 @@ TEST_CASE("the hkt-train command line: unknown flags, bad values and missing dat
   CHECK(run_tool("--help", log) == 0);
   CHECK(read_text(log).find("--model VALUE") != std::string::npos);
   CHECK(read_text(log).find("--attention-impl VALUE") != std::string::npos);
+}
+
+TEST_CASE("hkt-train --device: a bad name or a device this machine lacks is a usage error naming it") {
+  hkt::testing::TempDir dir;
+  auto log = dir.path() / "log.txt";
+  const auto out = dir.path() / "run";
+  CHECK(run_tool("--device gpu --out " + out.string(), log) == 2);
+  CHECK(read_text(log).find("device: expected cpu, cuda or cuda:N, got 'gpu'") != std::string::npos);
+  CHECK(run_tool("--device cuda:x --out " + out.string(), log) == 2);
+  CHECK(read_text(log).find("got 'cuda:x'") != std::string::npos);
+  // cuda:9999 is absent everywhere: without a GPU (or a CUDA build) for lack
+  // of one, with GPUs as a device index out of range.
+  CHECK(run_tool("--device cuda:9999 --out " + out.string(), log) == 2);
+  CHECK(read_text(log).find("cuda:9999") != std::string::npos);
+  if (hkt::dispatch::device_count(hkt::DeviceType::CUDA) == 0) {
+    CHECK(run_tool("--device cuda --out " + out.string(), log) == 2);
+    const std::string text = read_text(log);
+    INFO(text);
+    CHECK(text.find("cuda:0") != std::string::npos);
+    CHECK((text.find("no CUDA device is present") != std::string::npos ||
+           text.find("this build has no cuda backend") != std::string::npos));
+  }
+  CHECK_FALSE(std::filesystem::exists(out));  // refused before any output is written
 }
 
 TEST_CASE("hkt-train --resume DIR continues with the run's saved options and matches a straight run") {

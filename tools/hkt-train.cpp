@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "engine/device_choice.h"
 #include "models/cli.h"
 #include "models/data/dataset.h"
 #include "models/json.h"
@@ -40,6 +41,7 @@ cli::Flags declare_flags() {
   flags.add("clip", "1.0", "global gradient-norm clip (0: none)");
   flags.add("seed", "0", "seed of initialisation and data order");
   flags.add("threads", "0", "CPU threads (0: OMP_NUM_THREADS or all cores)");
+  flags.add("device", "cpu", "cpu | cuda | cuda:N (CUDA builds: batches are moved to the GPU, checkpoints to the host)");
   flags.add("log-every", "10", "steps between metric lines");
   flags.add("eval-every", "0", "steps between evaluations (0: each epoch)");
   flags.add("eval-batches", "0", "evaluate on this many batches only (0: all)");
@@ -70,6 +72,7 @@ models::TrainOptions resumed_options(const cli::Flags& flags) {
   o.out = folder;
   o.resume = true;
   if (flags.was_given("threads")) o.threads = static_cast<int>(flags.get_int("threads"));
+  if (flags.was_given("device")) o.device = dispatch::parse_device(flags.get("device"));
   o.stop_at = flags.get_int("stop-at");
   return o;
 }
@@ -113,6 +116,7 @@ models::TrainOptions to_options(const cli::Flags& flags) {
   o.eval_batches = flags.get_int("eval-batches");
   o.checkpoint_every = flags.get_int("checkpoint-every");
   o.stop_at = flags.get_int("stop-at");
+  o.device = dispatch::parse_device(flags.get("device"));
   hkt::check(o.log_every >= 1, "hkt-train: --log-every must be at least 1");
   hkt::check(o.threads >= 0, "hkt-train: --threads must be non-negative");
   return o;
@@ -126,6 +130,7 @@ int main(int argc, char** argv) {
   try {
     if (!flags.parse(argc, argv)) return 0;
     options = to_options(flags);
+    dispatch::require_device(options.device);  // a missing GPU is a usage error, before any output
   } catch (const std::exception& error) {
     std::fprintf(stderr, "%s\n", error.what());
     return 2;
