@@ -4,6 +4,7 @@
 
 #include "engine/autograd.h"
 #include "engine/dispatch.h"
+#include "engine/optim_multi.h"
 #include "ops/common.h"
 #include "ops/elementwise.h"
 #include "ops/reduce.h"
@@ -149,12 +150,28 @@ void AdamW::step() {
   const double t = static_cast<double>(step_count_);
   AdamWHyper hyper{lr_, options_.beta1, options_.beta2, options_.eps, options_.weight_decay,
                    1 - std::pow(options_.beta1, t), 1 - std::pow(options_.beta2, t)};
+  // Parameters with a gradient, as the lists of the multi-tensor kernel.
+  std::vector<Tensor> params, grads, exp_avg, exp_avg_sq;
+  bool one_device = true;
   for (size_t i = 0; i < parameters_.size(); ++i) {
-    Tensor& p = parameters_[i].second;
+    const Tensor& p = parameters_[i].second;
     Tensor g = p.grad();
     if (!g.defined()) continue;
-    dispatch::kernel<AdamWKernel>("adamw_step", p.device())(p, g, exp_avg_[i], exp_avg_sq_[i], hyper);
+    one_device = one_device && (params.empty() || p.device() == params.front().device());
+    params.push_back(p);
+    grads.push_back(g);
+    exp_avg.push_back(exp_avg_[i]);
+    exp_avg_sq.push_back(exp_avg_sq_[i]);
   }
+  if (params.empty()) return;
+  const Device device = params.front().device();
+  if (one_device && dispatch::has_kernel("adamw_step_multi", device.type)) {
+    dispatch::kernel<AdamWMultiKernel>("adamw_step_multi", device)(params, grads, exp_avg, exp_avg_sq, hyper);
+    return;
+  }
+  for (size_t i = 0; i < params.size(); ++i)
+    dispatch::kernel<AdamWKernel>("adamw_step", params[i].device())(params[i], grads[i], exp_avg[i], exp_avg_sq[i],
+                                                                      hyper);
 }
 
 NamedTensors AdamW::state() const {

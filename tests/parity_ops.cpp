@@ -283,6 +283,21 @@ TEST_CASE("parity: SGD, AdamW and gradient clipping update the same parameters")
   }
 }
 
+TEST_CASE("parity: the per-parameter adamw_step kernel (AdamW on CUDA normally takes the multi-tensor one)") {
+  HKT_REQUIRE_CUDA_OR_SKIP();
+  const AdamWHyper hyper{0.01, 0.9, 0.98, 1e-8, 0.1, 1 - 0.9, 1 - 0.98 * 0.98};
+  auto run = [&](Device device) {
+    Tensor p = random_tensor({1000, 3}, 160).to(device), g = random_tensor({1000, 3}, 161).to(device);
+    Tensor m = random_tensor({1000, 3}, 162).to(device), v = random_tensor({1000, 3}, 163, 0.0, 1.0).to(device);
+    for (int step = 0; step < 2; ++step) dispatch::kernel<AdamWKernel>("adamw_step", device)(p, g, m, v, hyper);
+    return std::vector<Tensor>{p, m, v};
+  };
+  const std::vector<Tensor> cpu = run(Device::cpu()), cuda = run(gpu());
+  require_close("param", cpu[0], cuda[0], 1e-5);
+  require_close("exp_avg", cpu[1], cuda[1], 1e-5);
+  require_close("exp_avg_sq", cpu[2], cuda[2], 1e-5);
+}
+
 TEST_CASE("parity: float64 on CUDA is an error naming the op and the dtype") {
   HKT_REQUIRE_CUDA_OR_SKIP();
   Tensor x = Tensor::ones({2, 3}, DType::Float64, gpu());
