@@ -1,0 +1,33 @@
+// Choosing a device (engine/device_choice.h) and the errors of asking for a
+// CUDA device that cannot be used. The CUDA kernels themselves are checked by
+// tests/parity_*.cpp on machines with a GPU.
+#include <catch2/catch.hpp>
+
+#include "engine/device_choice.h"
+#include "engine/dispatch.h"
+#include "hkt.h"
+
+using namespace hkt;
+
+TEST_CASE("parse_device reads cpu, cuda and cuda:N and rejects anything else, quoting it") {
+  CHECK(dispatch::parse_device("cpu") == Device::cpu());
+  CHECK(dispatch::parse_device("cuda") == Device::cuda(0));
+  CHECK(dispatch::parse_device("cuda:3") == Device::cuda(3));
+  for (const char* bad : {"gpu", "cuda:", "cuda:-1", "cuda:x", "CPU", "cuda:12345", ""})
+    REQUIRE_THROWS_WITH(dispatch::parse_device(bad),
+                        Catch::Contains("expected cpu, cuda or cuda:N, got '" + std::string(bad) + "'"));
+}
+
+TEST_CASE("the CPU is always available; cuda:N past the devices present is an error naming it") {
+  CHECK_NOTHROW(dispatch::require_device(Device::cpu()));
+  REQUIRE_THROWS_WITH(dispatch::require_device(Device::cuda(9999)), Catch::Contains("cuda:9999"));
+}
+
+TEST_CASE("without a usable GPU, CUDA tensors are refused with a message naming the device") {
+  if (dispatch::device_count(DeviceType::CUDA) > 0) return;  // a GPU machine: nothing to check here
+  const auto names_the_problem = Catch::Contains("cuda:0") && (Catch::Contains("no CUDA device is present") ||
+                                                               Catch::Contains("this build has no cuda backend"));
+  REQUIRE_THROWS_WITH(dispatch::require_device(Device::cuda(0)), names_the_problem);
+  REQUIRE_THROWS_WITH(Tensor::zeros({2, 3}, DType::Float32, Device::cuda(0)), names_the_problem);
+  REQUIRE_THROWS_WITH(Tensor::ones({2}).to(Device::cuda(0)), names_the_problem);
+}
