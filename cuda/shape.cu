@@ -3,6 +3,7 @@
 // they work for every dtype.
 #include "cuda/kernel_util.cuh"
 #include "engine/dispatch.h"
+#include "ops/common.h"
 #include "ops/shape.h"
 
 namespace hkt::cuda {
