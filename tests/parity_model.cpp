@@ -12,6 +12,10 @@
 #include "models/classifier.h"
 #include "tests/parity_check.h"
 
+#ifdef HKT_WITH_CUDA
+#include "cuda/allocator.h"
+#endif
+
 using namespace hkt;
 using namespace hkt::models;
 using namespace hkt::testing;
@@ -137,3 +141,35 @@ TEST_CASE("parity model: the same checks with the fused attention kernels") {
   check_loss_curve("mha", true);
   check_loss_curve("hkt", true);
 }
+
+#ifdef HKT_WITH_CUDA
+TEST_CASE("parity model: training steps after the first call neither cudaMalloc nor cudaFree") {
+  HKT_REQUIRE_CUDA_OR_SKIP();
+  const ModelConfig config = small_config("hkt", false);
+  Classifier model(config, 5);
+  model.set_fused_attention(false);
+  model.to(gpu());
+  AdamW optimizer(model.named_parameters(), {});
+  const HostBatch batch = random_batch(config, 8, 21);
+  auto step = [&] {
+    optimizer.zero_grad();
+    Tensor loss = cross_entropy(model.forward(batch.tokens.to(gpu()), batch.lengths.to(gpu())),
+                                batch.labels.to(gpu()));
+    loss.backward();
+    clip_grad_norm(model.named_parameters(), 1.0);
+    optimizer.step();
+    return loss.item();
+  };
+  step();
+  step();
+  const cuda::AllocatorStats before = cuda::allocator_stats(0);
+  step();
+  step();
+  const cuda::AllocatorStats after = cuda::allocator_stats(0);
+  INFO("cudaMalloc calls " << before.device_mallocs << " -> " << after.device_mallocs << ", cache hits "
+                           << before.cache_hits << " -> " << after.cache_hits);
+  CHECK(after.device_mallocs == before.device_mallocs);
+  CHECK(after.device_frees == before.device_frees);
+  CHECK(after.cache_hits > before.cache_hits);
+}
+#endif
