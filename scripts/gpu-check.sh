@@ -40,7 +40,7 @@ step build cmake --build "$build" -j "$jobs" || {
   echo "build failed; see $out/build.log"
   exit 1
 }
-step ctest-parity ctest --test-dir "$build" -R parity --output-on-failure
+step ctest-parity ctest --test-dir "$build" -R parity --output-on-failure -V  # -V: shows a skip line
 grep -q "no CUDA device: parity tests skipped" "$out/ctest-parity.log" &&
   echo "WARNING: the parity tests skipped (no CUDA device seen)" | tee -a "$out/summary.txt"
 step ctest-all ctest --test-dir "$build" -j "$jobs" --output-on-failure
