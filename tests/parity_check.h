@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -16,7 +17,15 @@
 
 namespace hkt::testing {
 
-inline Device gpu() { return Device::cuda(0); }
+// HKT_PARITY_DRY_RUN=1 runs the comparisons with the CPU standing in for
+// CUDA: the results agree trivially, but every test's own code (shapes,
+// index values, options) runs, so a broken test is found without a GPU.
+inline bool parity_dry_run() {
+  const char* value = std::getenv("HKT_PARITY_DRY_RUN");
+  return value != nullptr && std::string(value) == "1";
+}
+
+inline Device gpu() { return parity_dry_run() ? Device::cpu() : Device::cuda(0); }
 
 // Largest |a − b| / (1 + |a|): absolute near zero, relative for large values.
 inline double max_scaled_diff(const std::vector<double>& a, const std::vector<double>& b) {
@@ -74,3 +83,10 @@ inline Tensor random_tensor(const Shape& shape, uint64_t seed, double low = -2.0
 }
 
 }  // namespace hkt::testing
+
+// First line of a parity test that can also run as a dry run (see above);
+// tests of CUDA-only behaviour use HKT_REQUIRE_CUDA_OR_SKIP() itself.
+#define HKT_PARITY_OR_SKIP()                                        \
+  do {                                                              \
+    if (!::hkt::testing::parity_dry_run()) HKT_REQUIRE_CUDA_OR_SKIP(); \
+  } while (0)

@@ -1,5 +1,6 @@
 // Every non-attention op, forward and backward, on float32: CUDA against the
-// CPU (tests/parity_check.h). Skips on machines without a CUDA device.
+// CPU (tests/parity_check.h). Skips on machines without a CUDA device;
+// HKT_PARITY_DRY_RUN=1 runs them with the CPU standing in for CUDA.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -27,7 +28,7 @@ Tensor index_tensor(const std::vector<int64_t>& values, DType dtype = DType::Int
 }  // namespace
 
 TEST_CASE("parity: binary ops with broadcasting") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   const std::vector<std::pair<Shape, Shape>> shapes = {
       {{3, 5}, {3, 5}}, {{4, 1, 7}, {5, 1}}, {{1}, {6}}, {{}, {2, 3}}, {{2, 3, 1}, {1, 1, 4}}, {{1}, {1}},
       {{33, 65}, {65}}};
@@ -44,14 +45,14 @@ TEST_CASE("parity: binary ops with broadcasting") {
 }
 
 TEST_CASE("parity: broadcast_to") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   check_parity("broadcast_to", [](const auto& x) { return broadcast_to(x[0], {2, 3, 5}); }, {random_tensor({3, 1}, 1)});
   check_parity("broadcast_to", [](const auto& x) { return broadcast_to(x[0], {4, 1}); }, {random_tensor({}, 2)});
   check_parity("broadcast_to", [](const auto& x) { return broadcast_to(x[0], {7, 2, 9}); }, {random_tensor({9}, 3)});
 }
 
 TEST_CASE("parity: unary ops and their backward") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   const std::vector<Shape> shapes = {{7}, {3, 33}, {1}, {2049}, {2, 3, 4}};
   uint64_t seed = 10;
   for (const Shape& shape : shapes) {
@@ -72,7 +73,7 @@ TEST_CASE("parity: unary ops and their backward") {
 }
 
 TEST_CASE("parity: cast between dtypes") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   Tensor x = random_tensor({5, 7}, 3, -50.0, 50.0);
   check_parity("cast float32 -> float64 -> float32",
                [](const auto& v) { return cast(cast(v[0], DType::Float64), DType::Float32); }, {x});
@@ -86,7 +87,7 @@ TEST_CASE("parity: cast between dtypes") {
 }
 
 TEST_CASE("parity: gathers (index_select, embedding, upsample) and their scatter-add gradient") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   for (DType index_dtype : {DType::Int64, DType::Int32}) {
     Tensor index = index_tensor({3, 0, 3, 1, 3}, index_dtype);
     check_parity("index_select axis 1", [](const auto& v) { return index_select(v[0], 1, v[1]); },
@@ -109,7 +110,7 @@ TEST_CASE("parity: gathers (index_select, embedding, upsample) and their scatter
 }
 
 TEST_CASE("parity: softmax and log_softmax along every axis") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   const std::vector<std::pair<Shape, int64_t>> cases = {
       {{4, 10}, -1}, {{3, 5, 7}, 1}, {{1, 1}, 0}, {{2, 1000}, 1}, {{6, 3}, 0}, {{2, 3, 300}, -1}, {{5, 1}, 1}};
   uint64_t seed = 30;
@@ -129,7 +130,7 @@ TEST_CASE("parity: softmax and log_softmax along every axis") {
 }
 
 TEST_CASE("parity: depthwise_conv1d with strides, kernels and optional bias") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   struct Case {
     int64_t B, T, C, k, stride;
     bool bias;
@@ -148,7 +149,7 @@ TEST_CASE("parity: depthwise_conv1d with strides, kernels and optional bias") {
 }
 
 TEST_CASE("parity: masked_fill with broadcast masks of every dtype") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   Tensor x = random_tensor({3, 4, 5}, 60);
   for (DType dtype : {DType::Int64, DType::Int32, DType::Float32, DType::Float64}) {
     Tensor mask = Tensor::from_doubles({1, 0, 0, 1}, {4, 1}, dtype);
@@ -160,7 +161,7 @@ TEST_CASE("parity: masked_fill with broadcast masks of every dtype") {
 }
 
 TEST_CASE("parity: sum, mean and max along axes and over everything") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   const std::vector<Shape> shapes = {{3, 4, 5}, {1000}, {1}, {2, 1, 3}, {70, 300}};
   uint64_t seed = 70;
   for (const Shape& shape : shapes) {
@@ -178,7 +179,7 @@ TEST_CASE("parity: sum, mean and max along axes and over everything") {
 }
 
 TEST_CASE("parity: gemm, matmul and linear with transposes, batches and shared operands") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   const double tolerance = 1e-4;  // cuBLAS sums in another order
   check_parity("matmul", [](const auto& v) { return matmul(v[0], v[1]); },
                {random_tensor({3, 4}, 1), random_tensor({4, 5}, 2)}, tolerance);
@@ -203,7 +204,7 @@ TEST_CASE("parity: gemm, matmul and linear with transposes, batches and shared o
 }
 
 TEST_CASE("parity: layer_norm forward and fused backward") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   const std::vector<Shape> shapes = {{4, 7}, {2, 3, 64}, {1, 1}, {5, 513}, {100, 32}};
   uint64_t seed = 90;
   for (const Shape& shape : shapes) {
@@ -217,7 +218,7 @@ TEST_CASE("parity: layer_norm forward and fused backward") {
 }
 
 TEST_CASE("parity: permute, transpose, slice, concat and reshape") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   Tensor x = random_tensor({2, 3, 4}, 100);
   check_parity("permute", [](const auto& v) { return permute(v[0], {2, 0, 1}); }, {x});
   check_parity("transpose", [](const auto& v) { return transpose(v[0], 0, 2); }, {x});
@@ -230,7 +231,7 @@ TEST_CASE("parity: permute, transpose, slice, concat and reshape") {
 }
 
 TEST_CASE("parity: cross_entropy and its fused backward") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   for (DType dtype : {DType::Int64, DType::Int32}) {
     check_parity("cross_entropy", [](const auto& v) { return cross_entropy(v[0], v[1]); },
                  {random_tensor({5, 7}, 110, -4.0, 4.0), index_tensor({0, 6, 3, 3, 1}, dtype)});
@@ -244,7 +245,7 @@ TEST_CASE("parity: cross_entropy and its fused backward") {
 }
 
 TEST_CASE("parity: dropout draws its mask on the host, so both devices drop the same elements") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   check_parity("dropout",
                [](const auto& v) {
                  Generator generator(5);
@@ -254,7 +255,7 @@ TEST_CASE("parity: dropout draws its mask on the host, so both devices drop the 
 }
 
 TEST_CASE("parity: SGD, AdamW and gradient clipping update the same parameters") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   auto run = [](Device device, bool adamw) {
     Tensor p1 = random_tensor({7, 5}, 130).to(device), p2 = random_tensor({33}, 131).to(device);
     p1.requires_grad_(true);
@@ -284,7 +285,7 @@ TEST_CASE("parity: SGD, AdamW and gradient clipping update the same parameters")
 }
 
 TEST_CASE("parity: the per-parameter adamw_step kernel (AdamW on CUDA normally takes the multi-tensor one)") {
-  HKT_REQUIRE_CUDA_OR_SKIP();
+  HKT_PARITY_OR_SKIP();
   const AdamWHyper hyper{0.01, 0.9, 0.98, 1e-8, 0.1, 1 - 0.9, 1 - 0.98 * 0.98};
   auto run = [&](Device device) {
     Tensor p = random_tensor({1000, 3}, 160).to(device), g = random_tensor({1000, 3}, 161).to(device);
