@@ -12,16 +12,27 @@
 // A thread keeps its own row, its accumulators and the running max and sum of
 // the online softmax in registers (Dh is a template parameter, so the arrays
 // are unrolled). Everything is float32; head_dim is one of 16, 32, 64, 128.
+//
+// The kernels themselves are in cuda/attention_kernels.cuh and
+// cuda/multiscale_attention_kernels.cuh, apart from their launches (the .cu
+// files), so tests/test_cuda_attention_emulated.cpp can run the very same
+// source on the CPU (tests/cuda_emulation.h) where no GPU is present.
+#ifndef HKT_CUDA_EMULATION  // tests/cuda_emulation.h runs these kernels on the CPU
 #include <cuda_runtime.h>
+#endif
 
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
 
-#include "cuda/runtime.h"
 #include "engine/tensor.h"
 #include "ops/common.h"
+
+// A kernel's dynamic shared memory, as float[] (the emulation defines its own).
+#ifndef HKT_DYNAMIC_SHARED
+#define HKT_DYNAMIC_SHARED(name) extern __shared__ float name[]
+#endif
 
 namespace hkt::cuda_attention {
 

@@ -246,7 +246,8 @@ TEST_CASE("CUDA attention: the op runs forward and backward on the device") {
   REQUIRE(gpu_out.device() == kCuda);
   gpu_out.backward(grad_out.to(kCuda));
   check_close("out", gpu_out.detach(), cpu_out.detach(), 2e-5);
-  for (size_t n = 0; n < 3; ++n) check_close("grad " + std::to_string(n), gpu_leaves[n].grad(), cpu_leaves[n].grad(), 2e-5);
+  for (size_t n = 0; n < 3; ++n)
+    check_close("grad " + std::to_string(n), gpu_leaves[n].grad(), cpu_leaves[n].grad(), 2e-5);
 }
 
 TEST_CASE("CUDA multiscale attention kernels equal the CPU fused kernel and the composed reference") {
