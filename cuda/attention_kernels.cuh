@@ -23,7 +23,7 @@ __global__ void attention_forward_kernel(const float* pq, const float* pk, const
 
   float query[Dh], acc[Dh], scores[kStageRows];
   float running_max = -INFINITY, running_sum = 0;
-#pragma unroll
+HKT_UNROLL
   for (int d = 0; d < Dh; ++d) query[d] = acc[d] = 0;
   if (active) load_row<Dh>(pq + head_offset + i * Dh, query);
 
@@ -61,7 +61,7 @@ __global__ void attention_grad_kv_kernel(const float* pq, const float* pk, const
   const int64_t head_offset = head_index * length * Dh;
 
   float key[Dh], value[Dh], grad_key[Dh], grad_value[Dh];
-#pragma unroll
+HKT_UNROLL
   for (int d = 0; d < Dh; ++d) key[d] = value[d] = grad_key[d] = grad_value[d] = 0;
   if (active) {
     load_row<Dh>(pk + head_offset + j * Dh, key);
@@ -93,7 +93,7 @@ __global__ void attention_grad_kv_kernel(const float* pq, const float* pk, const
     }
   }
   if (j < length) {
-#pragma unroll
+HKT_UNROLL
     for (int d = 0; d < Dh; ++d) {
       pgk[head_offset + j * Dh + d] = grad_key[d];
       pgv[head_offset + j * Dh + d] = grad_value[d];
@@ -116,7 +116,7 @@ __global__ void attention_grad_q_kernel(const float* pq, const float* pk, const 
   const int64_t head_offset = head_index * length * Dh;
 
   float query[Dh], grad_row[Dh], grad_query[Dh];
-#pragma unroll
+HKT_UNROLL
   for (int d = 0; d < Dh; ++d) query[d] = grad_row[d] = grad_query[d] = 0;
   float lse = 0, delta = 0;
   if (active) {
@@ -141,7 +141,7 @@ __global__ void attention_grad_q_kernel(const float* pq, const float* pk, const 
     }
   }
   if (active) {
-#pragma unroll
+HKT_UNROLL
     for (int d = 0; d < Dh; ++d) pgq[head_offset + i * Dh + d] = grad_query[d];
   }
 }

@@ -29,6 +29,11 @@
 #include "engine/tensor.h"
 #include "ops/common.h"
 
+// `#pragma unroll` where the emulation, compiled by g++, has no such pragma.
+#ifndef HKT_UNROLL
+#define HKT_UNROLL _Pragma("unroll")
+#endif
+
 // A kernel's dynamic shared memory, as float[] (the emulation defines its own).
 #ifndef HKT_DYNAMIC_SHARED
 #define HKT_DYNAMIC_SHARED(name) extern __shared__ float name[]
@@ -59,14 +64,14 @@ __device__ void stage_rows(const float* rows, int64_t count, float* stage) {
 // row[d] = source[d]: a thread's own row into registers.
 template <int Dh>
 __device__ void load_row(const float* source, float (&row)[Dh]) {
-#pragma unroll
+HKT_UNROLL
   for (int d = 0; d < Dh; ++d) row[d] = source[d];
 }
 
 template <int Dh>
 __device__ float dot(const float* a, const float* b) {
   float total = 0;
-#pragma unroll
+HKT_UNROLL
   for (int d = 0; d < Dh; ++d) total += a[d] * b[d];
   return total;
 }
@@ -74,7 +79,7 @@ __device__ float dot(const float* a, const float* b) {
 // acc[d] += weight · row[d]
 template <int Dh>
 __device__ void add_scaled(float (&acc)[Dh], const float* row, float weight) {
-#pragma unroll
+HKT_UNROLL
   for (int d = 0; d < Dh; ++d) acc[d] += weight * row[d];
 }
 
@@ -96,7 +101,7 @@ __device__ void online_softmax_step(const float* scores, int valid, const float*
   const float new_max = fmaxf(running_max, tile_max);
   const float correction = expf(running_max - new_max);  // 0 on the first tile (m = −inf)
   running_sum *= correction;
-#pragma unroll
+HKT_UNROLL
   for (int d = 0; d < Dh; ++d) acc[d] *= correction;
   for (int c = 0; c < valid; ++c) {
     const float p = expf(scores[c] - new_max);
@@ -111,7 +116,7 @@ template <int Dh>
 __device__ void finish_row(const float (&acc)[Dh], float running_max, float running_sum, float* out,
                            float* log_sum_exp) {
   const float inverse = 1.0f / running_sum;
-#pragma unroll
+HKT_UNROLL
   for (int d = 0; d < Dh; ++d) out[d] = acc[d] * inverse;
   *log_sum_exp = running_max + logf(running_sum);
 }

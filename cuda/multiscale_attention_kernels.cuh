@@ -84,7 +84,7 @@ __global__ void multiscale_forward_kernel(Levels levels, const float* pv, const 
 
   float acc[Dh], scores[kMultiscaleStage], coarse[kMaxLevels * kMultiscaleStage];
   float running_max = -INFINITY, running_sum = 0;
-#pragma unroll
+HKT_UNROLL
   for (int d = 0; d < Dh; ++d) acc[d] = 0;
   const int64_t key_end = key_limit(i1 - 1, valid, causal);
   for (int64_t j0 = 0; j0 < key_end; j0 += kMultiscaleStage) {
@@ -127,7 +127,7 @@ __global__ void multiscale_grad_query_kernel(Levels levels, const float* pv, con
   double grad_weight[kMaxLevels];
   for (int l = 0; l < kMaxLevels; ++l) grad_weight[l] = 0;
   float lse = 0, delta = 0;
-#pragma unroll
+HKT_UNROLL
   for (int d = 0; d < Dh; ++d) grad_row[d] = 0;
   if (active) {
     load_row<Dh>(pgo + (head_index * length + i) * Dh, grad_row);
@@ -163,11 +163,11 @@ __global__ void multiscale_grad_query_kernel(Levels levels, const float* pv, con
         grad_coarse[b] += scores[c];
       }
       grad_weight[l] += row_total;
-#pragma unroll
+HKT_UNROLL
       for (int d = 0; d < Dh; ++d) sum[d] = 0;
       for (int b = 0; b < cols; ++b) add_scaled<Dh>(sum, level_keys + (l * kMultiscaleStage + b) * Dh, grad_coarse[b]);
       float* target = level_query_sums + (l * fine_rows + head_index * length + i) * Dh;
-#pragma unroll
+HKT_UNROLL
       for (int d = 0; d < Dh; ++d) target[d] += sum[d];
     }
   }
@@ -199,7 +199,7 @@ __global__ void multiscale_grad_key_kernel(Levels levels, const float* pv, const
 
   float value[Dh], key[Dh], grad_value[Dh], sum[Dh], scores[kMultiscaleStage], coarse[kMultiscaleStage];
   float grad_coarse[kMultiscaleStage];
-#pragma unroll
+HKT_UNROLL
   for (int d = 0; d < Dh; ++d) value[d] = grad_value[d] = 0;
   if (active) load_row<Dh>(pv + (head_index * length + j) * Dh, value);
   if (j0 < valid) {  // the same for every thread: the barriers below are reached by all
@@ -215,7 +215,7 @@ __global__ void multiscale_grad_key_kernel(Levels levels, const float* pv, const
                          level_queries + l * kMultiscaleStage * Dh);
       }
       stage_rows<Dh>(pgo + (head_index * length + s0) * Dh, n, grad_rows);
-      if (threadIdx.x < n) {
+      if (static_cast<int>(threadIdx.x) < n) {
         stage_lse[threadIdx.x] = plse[head_index * length + s0 + threadIdx.x];
         stage_delta[threadIdx.x] = pdelta[head_index * length + s0 + threadIdx.x];
       }
@@ -255,18 +255,18 @@ __global__ void multiscale_grad_key_kernel(Levels levels, const float* pv, const
         for (int r = 0; r < n; ++r)
           if (j < allowed_end(s0 + r, length, block, causal))
             grad_coarse[query_index(s0 + r, block, causal) - row0] += scores[r];
-#pragma unroll
+HKT_UNROLL
         for (int d = 0; d < Dh; ++d) sum[d] = 0;
         for (int a = 0; a < rows; ++a)
           add_scaled<Dh>(sum, level_queries + (l * kMultiscaleStage + a) * Dh, grad_coarse[a]);
         float* target = level_key_sums + (l * fine_rows + head_index * length + j) * Dh;
-#pragma unroll
+HKT_UNROLL
         for (int d = 0; d < Dh; ++d) target[d] += sum[d];
       }
     }
   }
   if (j < length) {
-#pragma unroll
+HKT_UNROLL
     for (int d = 0; d < Dh; ++d) pgv[(head_index * length + j) * Dh + d] = grad_value[d];
   }
 }

@@ -24,7 +24,7 @@
 #define __host__
 #define __shared__ static
 
-#pragma GCC diagnostic ignored "-Wunknown-pragmas"  // #pragma unroll
+#define HKT_UNROLL
 
 namespace hkt::emulation {
 
