@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -66,10 +67,10 @@ void check_close(const std::string& what, const Tensor& actual, const Tensor& ex
 }
 
 std::string describe(int64_t length, int64_t head_dim, bool causal, const std::vector<int64_t>& lengths) {
-  std::string text = "T " + std::to_string(length) + ", dh " + std::to_string(head_dim) +
-                     (causal ? ", causal" : ", bidirectional") + ", lengths";
-  for (int64_t n : lengths) text += " " + std::to_string(n);
-  return text;
+  std::ostringstream text;
+  text << "T " << length << ", dh " << head_dim << (causal ? ", causal" : ", bidirectional") << ", lengths";
+  for (int64_t n : lengths) text << " " << n;
+  return text.str();
 }
 
 AttentionDims attention_dims(const Tensor& like, bool causal) {
