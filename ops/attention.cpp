@@ -17,14 +17,6 @@
 
 namespace hkt {
 
-// q, k, v, out: [B, H, T, dh]; lengths: int64 [B]; log_sum_exp: [B, H, T].
-using AttentionKernel = void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths,
-                             const AttentionDims& dims, Tensor& out, Tensor& log_sum_exp);
-// out and log_sum_exp from the forward; grad_out: [B, H, T, dh]; writes every element of grad_q, grad_k, grad_v.
-using AttentionBackwardKernel = void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths,
-                                     const Tensor& out, const Tensor& log_sum_exp, const Tensor& grad_out,
-                                     const AttentionDims& dims, Tensor& grad_q, Tensor& grad_k, Tensor& grad_v);
-
 namespace {
 std::atomic<int64_t> cpu_tile{64};
 }  // namespace

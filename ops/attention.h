@@ -30,4 +30,14 @@ struct AttentionDims {
 int64_t attention_cpu_tile();
 void set_attention_cpu_tile(int64_t tile);
 
+// The kernels' signatures, one declaration for every device's registration
+// (ops/attention.cpp on the CPU, cuda/attention.cu on CUDA).
+// q, k, v, out: [B, H, T, dh]; lengths: int64 [B]; log_sum_exp: [B, H, T].
+using AttentionKernel = void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths,
+                             const AttentionDims& dims, Tensor& out, Tensor& log_sum_exp);
+// out and log_sum_exp from the forward; grad_out: [B, H, T, dh]; writes every element of grad_q, grad_k, grad_v.
+using AttentionBackwardKernel = void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths,
+                                     const Tensor& out, const Tensor& log_sum_exp, const Tensor& grad_out,
+                                     const AttentionDims& dims, Tensor& grad_q, Tensor& grad_k, Tensor& grad_v);
+
 }  // namespace hkt

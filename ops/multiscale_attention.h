@@ -27,4 +27,19 @@ struct MultiscaleAttentionDims : AttentionDims {
   int64_t levels = 1, stride = 2;
 };
 
+// The kernels' signatures, shared by ops/multiscale_attention.cpp (CPU) and
+// cuda/multiscale_attention.cu (CUDA).
+// queries[l], keys[l]: [B, H, T_l, dh]; v, out: [B, H, T, dh]; level_weights: λ [H, L];
+// lengths: int64 [B]; log_sum_exp: [B, H, T].
+using MultiscaleAttentionKernel = void(const std::vector<Tensor>& queries, const std::vector<Tensor>& keys,
+                                       const Tensor& v, const Tensor& level_weights, const Tensor& lengths,
+                                       const MultiscaleAttentionDims& dims, Tensor& out, Tensor& log_sum_exp);
+// Writes every element of the gradients (grad_level_weights: dL/dλ [H, L]).
+using MultiscaleAttentionBackwardKernel = void(const std::vector<Tensor>& queries, const std::vector<Tensor>& keys,
+                                               const Tensor& v, const Tensor& level_weights, const Tensor& lengths,
+                                               const Tensor& out, const Tensor& log_sum_exp, const Tensor& grad_out,
+                                               const MultiscaleAttentionDims& dims, std::vector<Tensor>& grad_queries,
+                                               std::vector<Tensor>& grad_keys, Tensor& grad_v,
+                                               Tensor& grad_level_weights);
+
 }  // namespace hkt

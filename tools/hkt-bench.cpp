@@ -1,14 +1,23 @@
 // hkt-bench: wall time and peak memory of the fused attention ops
 // (ops/attention.h, ops/multiscale_attention.h) against their composed
-// references (ops/attention_reference.h), B = 1, H = 4, dh = 16, float32.
+// references (ops/attention_reference.h), float32: on the CPU B = 1, H = 4,
+// dh = 16; with --device cuda, the CUDA kernels (cuda/attention.cu,
+// cuda/multiscale_attention.cu) against the composed ops on the GPU (cuBLAS
+// gemm, ...) at B = 4, H = 8, dh = 64, with achieved TFLOP/s.
 //
-//   hkt-bench [--max-t 8192] [--threads N] [--repeats 3] [--causal]
+//   hkt-bench [--device cpu|cuda] [--max-t 8192] [--threads N] [--repeats 3] [--causal]
 //
 // Each case runs in its own child process (fork + exec of this program), so
 // its peak RSS (getrusage ru_maxrss) is its own. One JSON line per case, then
 // a table. HKT's time over MHA's (same implementation, same T) is printed
 // beside the paper's score-cost bound Σ_{l<L} 4^-l (SPEC's table, stride 2).
 // A benchmark reports; it never decides pass/fail.
+//
+// FLOPs (the model's, not what a kernel happens to execute): a level with P_l
+// (coarse query, coarse key) pairs costs 2·dh·P_l for its scores, and P v
+// 2·dh·P_0, per batch item and head; P_l = T_l² bidirectional, T_l(T_l+1)/2
+// causal. MHA is L = 1: 4·dh·P_0. The backward counts 2.5 times the forward
+// (FlashAttention-2's convention: S, dP, dV, dQ, dK), so forward+backward is 3.5 times.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,15 +33,19 @@
 #include <string>
 #include <vector>
 
+#ifdef HKT_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "hkt.h"
+#include "engine/dispatch.h"
 #include "ops/attention_reference.h"
 
 using namespace hkt;
 
 namespace {
 
-constexpr int64_t kBatch = 1, kHeads = 4, kHeadDim = 16, kStride = 2;
-constexpr double kComposedLimitBytes = 4.0 * (1LL << 30);
+constexpr int64_t kStride = 2;
 
 struct Case {
   std::string op;    // "mha" or "hkt"
@@ -41,6 +54,9 @@ struct Case {
 };
 
 struct Options {
+  Device device = Device::cpu();
+  int64_t batch = 1, heads = 4, head_dim = 16;  // --device cuda: 4, 8, 64
+  double composed_limit_bytes = 4.0 * (1LL << 30);  // --device cuda: 32 GiB
   int64_t max_length = 8192;
   int threads = 0;  // 0: OpenMP's default
   int repeats = 3;
@@ -49,7 +65,7 @@ struct Options {
 
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "hkt-bench: " << problem << "\n"
-            << "usage: hkt-bench [--max-t T] [--threads N] [--repeats R] [--causal]\n";
+            << "usage: hkt-bench [--device cpu|cuda] [--max-t T] [--threads N] [--repeats R] [--causal]\n";
   std::exit(2);
 }
 
@@ -70,9 +86,33 @@ double paper_bound(int64_t levels) {
 // A rough count of the [B, H, T, T] float32 tensors the composed version holds
 // at its peak in forward + backward (scores, their masked and softmaxed
 // copies, gradients; per level the upsampled and weighted scores).
-double composed_bytes(const Case& c) {
-  const double square = 4.0 * kBatch * kHeads * static_cast<double>(c.length) * static_cast<double>(c.length);
+double composed_bytes(const Case& c, const Options& options) {
+  const double square =
+      4.0 * options.batch * options.heads * static_cast<double>(c.length) * static_cast<double>(c.length);
   return square * (c.op == "mha" ? 6 : 4 + 4 * c.levels);
+}
+
+// The model FLOPs of one forward (see the top of this file).
+double forward_flops(const Case& c, const Options& options) {
+  double pairs = 0;
+  for (int64_t l = 0; l < c.levels; ++l) {
+    const double rows = static_cast<double>(level_length(c.length, l, kStride));
+    pairs += options.causal ? rows * (rows + 1) / 2 : rows * rows;
+  }
+  const double fine = options.causal ? c.length * (c.length + 1.0) / 2 : static_cast<double>(c.length) * c.length;
+  return 2.0 * options.head_dim * options.batch * options.heads * (pairs + fine);
+}
+
+// Kernels run asynchronously on a GPU: wait for them before reading the clock.
+void wait_for_device(const Options& options) {
+#ifdef HKT_WITH_CUDA
+  if (options.device.type == DeviceType::CUDA) {
+    const cudaError_t status = cudaDeviceSynchronize();
+    if (status != cudaSuccess) fail("hkt-bench: CUDA error: ", cudaGetErrorString(status));
+  }
+#else
+  (void)options;
+#endif
 }
 
 double milliseconds_since(std::chrono::steady_clock::time_point start) {
@@ -85,8 +125,11 @@ int run_case(const Case& c, const Options& options) {
   if (options.threads > 0) set_num_threads(options.threads);
   Generator generator(42);
   const int64_t length = c.length;
+  const Device device = options.device;
   auto leaf = [&](int64_t rows) {
-    return randn({kBatch, kHeads, rows, kHeadDim}, generator, DType::Float32).requires_grad_(true);
+    return randn({options.batch, options.heads, rows, options.head_dim}, generator, DType::Float32)
+        .to(device)
+        .requires_grad_(true);
   };
   std::vector<Tensor> queries, keys, leaves;
   for (int64_t l = 0; l < (c.op == "hkt" ? c.levels : 1); ++l) {
@@ -94,9 +137,9 @@ int run_case(const Case& c, const Options& options) {
     keys.push_back(leaf(level_length(length, l, kStride)));
   }
   Tensor values = leaf(length);
-  Tensor level_logits = randn({kHeads, c.levels}, generator, DType::Float32).requires_grad_(true);
-  Tensor lengths = Tensor::from_vector<int64_t>(std::vector<int64_t>(kBatch, length), {kBatch});
-  Tensor grad_out = randn(values.shape(), generator, DType::Float32);
+  Tensor level_logits = randn({options.heads, c.levels}, generator, DType::Float32).to(device).requires_grad_(true);
+  Tensor lengths = Tensor::from_vector<int64_t>(std::vector<int64_t>(options.batch, length), {options.batch});
+  Tensor grad_out = randn(values.shape(), generator, DType::Float32).to(device);
   const bool fused = c.impl == "fused", causal = options.causal;
   std::function<Tensor()> forward;
   if (c.op == "mha")
@@ -110,17 +153,20 @@ int run_case(const Case& c, const Options& options) {
                    : multiscale_attention_reference(queries, keys, values, level_logits, lengths, kStride, causal);
     };
 
-  forward().backward(grad_out);  // warm-up: OpenMP's threads start, memory is first touched
+  forward().backward(grad_out);  // warm-up: OpenMP's threads start, memory is first touched, CUDA modules load
+  wait_for_device(options);
   double best_forward = 1e300, best_both = 1e300;
   for (int r = 0; r < options.repeats; ++r) {
     NoGradGuard no_grad;
     const auto start = std::chrono::steady_clock::now();
     Tensor out = forward();
+    wait_for_device(options);
     best_forward = std::min(best_forward, milliseconds_since(start));
   }
   for (int r = 0; r < options.repeats; ++r) {
     const auto start = std::chrono::steady_clock::now();
     forward().backward(grad_out);
+    wait_for_device(options);
     best_both = std::min(best_both, milliseconds_since(start));
   }
   rusage usage{};
@@ -157,7 +203,9 @@ Measurement measure(const Case& c, const Options& options, const char* self) {
                                            std::to_string(options.threads),
                                            "--repeats",
                                            std::to_string(options.repeats),
-                                           options.causal ? "--causal" : "--bidirectional"};
+                                           options.causal ? "--causal" : "--bidirectional",
+                                           "--device",
+                                           options.device.type == DeviceType::CUDA ? "cuda" : "cpu"};
     std::vector<char*> argv;
     for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
     argv.push_back(nullptr);
@@ -197,7 +245,15 @@ int main(int argc, char** argv) {
       if (i + 1 >= args.size()) usage(flag + " needs a value");
       return args[++i].c_str();
     };
-    if (flag == "--max-t")
+    if (flag == "--device") {
+      const std::string name = value();
+      if (name == "cpu")
+        options.device = Device::cpu();
+      else if (name == "cuda")
+        options.device = Device::cuda(0);
+      else
+        usage("--device must be cpu or cuda, got " + name);
+    } else if (flag == "--max-t")
       options.max_length = parse_int(flag, value(), 1);
     else if (flag == "--threads")
       options.threads = static_cast<int>(parse_int(flag, value(), 0));
@@ -208,7 +264,7 @@ int main(int argc, char** argv) {
     else if (flag == "--bidirectional")
       options.causal = false;
     else if (flag == "--help" || flag == "-h") {
-      std::cout << "usage: hkt-bench [--max-t T] [--threads N] [--repeats R] [--causal]\n";
+      std::cout << "usage: hkt-bench [--device cpu|cuda] [--max-t T] [--threads N] [--repeats R] [--causal]\n";
       return 0;
     }
     else if (flag == "--case" && i + 4 < args.size()) {  // internal: the child's case
@@ -220,6 +276,20 @@ int main(int argc, char** argv) {
       i += 4;
     } else
       usage("unknown argument " + flag);
+  }
+  if (options.device.type == DeviceType::CUDA) {
+#ifndef HKT_WITH_CUDA
+    std::cerr << "hkt-bench: --device cuda: this build has no CUDA backend (configure with -DHKT_CUDA=ON)\n";
+    return 1;
+#endif
+    if (dispatch::device_count(DeviceType::CUDA) == 0) {
+      std::cerr << "hkt-bench: --device cuda: no CUDA device is present on this machine\n";
+      return 1;
+    }
+    options.batch = 4;
+    options.heads = 8;
+    options.head_dim = 64;
+    options.composed_limit_bytes = 32.0 * (1LL << 30);
   }
   if (is_child) return run_case(child, options);
 
@@ -237,8 +307,8 @@ int main(int argc, char** argv) {
         const std::string impl = impl_name;
         Row row;
         row.c = {levels == 1 ? "mha" : "hkt", impl, levels, length};
-        const double bytes = composed_bytes(row.c);
-        if (impl == "composed" && bytes > kComposedLimitBytes) {
+        const double bytes = composed_bytes(row.c, options);
+        if (impl == "composed" && bytes > options.composed_limit_bytes) {
           std::ostringstream reason;
           reason << "its T x T tensors would take about " << bytes / (1LL << 30) << " GiB";
           row.skipped = reason.str();
@@ -254,18 +324,22 @@ int main(int argc, char** argv) {
         }
         std::printf(
             "{\"op\":\"%s\",\"impl\":\"%s\",\"T\":%lld,\"B\":%lld,\"H\":%lld,\"dh\":%lld,\"levels\":%lld,"
-            "\"stride\":%lld,\"causal\":%s,\"threads\":%d,\"repeats\":%d",
-            row.c.op.c_str(), impl.c_str(), static_cast<long long>(length), static_cast<long long>(kBatch),
-            static_cast<long long>(kHeads), static_cast<long long>(kHeadDim), static_cast<long long>(levels),
-            static_cast<long long>(kStride), options.causal ? "true" : "false",
+            "\"stride\":%lld,\"causal\":%s,\"device\":\"%s\",\"threads\":%d,\"repeats\":%d",
+            row.c.op.c_str(), impl.c_str(), static_cast<long long>(length), static_cast<long long>(options.batch),
+            static_cast<long long>(options.heads), static_cast<long long>(options.head_dim),
+            static_cast<long long>(levels),
+            static_cast<long long>(kStride), options.causal ? "true" : "false", options.device.str().c_str(),
             options.threads > 0 ? options.threads : num_threads(), options.repeats);
         if (!row.skipped.empty())
           std::printf(",\"skipped\":\"%s\"}\n", row.skipped.c_str());
         else if (!row.m.ok)
           std::printf(",\"error\":\"%s\"}\n", row.m.error.c_str());
         else {
+          const double flops = forward_flops(row.c, options);
           std::printf(",\"forward_ms\":%.3f,\"forward_backward_ms\":%.3f,\"peak_rss_mib\":%.1f", row.m.forward_ms,
                       row.m.both_ms, row.m.peak_mib);
+          std::printf(",\"forward_tflops\":%.4f,\"forward_backward_tflops\":%.4f",
+                      flops / (row.m.forward_ms * 1e9), 3.5 * flops / (row.m.both_ms * 1e9));
           if (levels > 1 && row.ratio_forward > 0)
             std::printf(",\"hkt_over_mha_forward\":%.4f,\"hkt_over_mha_forward_backward\":%.4f,\"paper_bound\":%.4f",
                         row.ratio_forward, row.ratio_both, paper_bound(levels));
@@ -276,20 +350,23 @@ int main(int argc, char** argv) {
       }
   }
 
-  std::printf("\n%6s  %-18s %12s %14s %10s %9s %9s %7s\n", "T", "case", "forward ms", "fwd+bwd ms", "peak MiB",
-              "HKT/MHA", "HKT/MHA", "bound");
-  std::printf("%6s  %-18s %12s %14s %10s %9s %9s %7s\n", "", "", "", "", "", "fwd", "fwd+bwd", "");
+  std::printf("\n%6s  %-18s %12s %14s %10s %9s %9s %9s %7s\n", "T", "case", "forward ms", "fwd+bwd ms", "peak MiB",
+              "TFLOP/s", "HKT/MHA", "HKT/MHA", "bound");
+  std::printf("%6s  %-18s %12s %14s %10s %9s %9s %9s %7s\n", "", "", "", "", "host RSS", "fwd+bwd", "fwd", "fwd+bwd",
+              "");
   for (const Row& row : rows) {
     std::printf("%6lld  %-18s ", static_cast<long long>(row.c.length), case_name(row.c).c_str());
     if (!row.skipped.empty())
       std::printf("skipped: %s\n", row.skipped.c_str());
     else if (!row.m.ok)
       std::printf("error: %s\n", row.m.error.c_str());
-    else if (row.ratio_forward > 0)
-      std::printf("%12.2f %14.2f %10.1f %9.3f %9.3f %7.4f\n", row.m.forward_ms, row.m.both_ms, row.m.peak_mib,
-                  row.ratio_forward, row.ratio_both, paper_bound(row.c.levels));
-    else
-      std::printf("%12.2f %14.2f %10.1f\n", row.m.forward_ms, row.m.both_ms, row.m.peak_mib);
+    else {
+      const double tflops = 3.5 * forward_flops(row.c, options) / (row.m.both_ms * 1e9);
+      std::printf("%12.2f %14.2f %10.1f %9.3f", row.m.forward_ms, row.m.both_ms, row.m.peak_mib, tflops);
+      if (row.ratio_forward > 0)
+        std::printf(" %9.3f %9.3f %7.4f", row.ratio_forward, row.ratio_both, paper_bound(row.c.levels));
+      std::printf("\n");
+    }
   }
   return 0;
 }
