@@ -62,11 +62,11 @@ fi
 : "${LISTOPS_T:=512}" "${LISTOPS_MIN_LEN:=64}" "${LISTOPS_MAX_DEPTH:=10}" "${LISTOPS_MAX_ARGS:=10}"
 : "${LISTOPS_TRAIN:=10000}" "${LISTOPS_VAL:=500}" "${LISTOPS_TEST:=1000}"
 : "${LISTOPS_D:=32}" "${LISTOPS_LAYERS:=2}" "${LISTOPS_HEADS:=2}" "${LISTOPS_DFF:=64}"
-: "${LISTOPS_BATCH:=8}" "${LISTOPS_STEPS:=600}" "${LISTOPS_EVAL_EVERY:=200}"
+: "${LISTOPS_BATCH:=8}" "${LISTOPS_STEPS:=400}" "${LISTOPS_EVAL_EVERY:=200}"
 # sequential Fashion-MNIST (T = 784): the validation set is held out of train by each run's seed
 : "${FMNIST_D:=32}" "${FMNIST_LAYERS:=1}" "${FMNIST_HEADS:=2}" "${FMNIST_DFF:=64}"
-: "${FMNIST_BATCH:=8}" "${FMNIST_STEPS:=300}" "${FMNIST_TRAIN_LIMIT:=20000}" "${FMNIST_VAL:=300}"
-: "${FMNIST_EVAL_EVERY:=150}" "${FMNIST_EVAL_BATCHES:=63}"  # test on the first 63 batches (504 images)
+: "${FMNIST_BATCH:=8}" "${FMNIST_STEPS:=200}" "${FMNIST_TRAIN_LIMIT:=20000}" "${FMNIST_VAL:=300}"
+: "${FMNIST_EVAL_EVERY:=100}" "${FMNIST_EVAL_BATCHES:=63}"  # test on the first 63 batches (504 images)
 # cost: training steps per configuration, each configuration measured twice, interleaved
 : "${COST_STEPS:=6}" "${COST_ROUNDS:=2}" "${COST_BENCH:=1}"  # COST_BENCH=1: also time the attention ops alone
 
