@@ -117,9 +117,11 @@ run_queue() {
     IFS='|' read -r name folder command <<<"$entry"
     if finished "$folder"; then echo "skip $folder (finished)"; continue; fi
     if [ "$dry_run" = 1 ]; then echo "$command"; continue; fi
-    while [ "$(busy_slots)" -ge "$JOBS" ]; do sleep 5; done
-    if finished "$folder"; then echo "skip $folder (finished)"; continue; fi  # by another invocation meanwhile
     if is_running "$folder"; then echo "skip $folder (running, pid $(cat "$folder.running"))"; continue; fi
+    while [ "$(busy_slots)" -ge "$JOBS" ]; do sleep 5; done
+    if finished "$folder" || is_running "$folder"; then  # another invocation took it meanwhile
+      echo "skip $folder (finished or running)"; continue
+    fi
     if [ -n "$LAST_START" ] && [ "$(date -u +%H%M)" -gt "${LAST_START/:/}" ]; then
       echo "$(date -u +%H:%M:%S) not started (past LAST_START=$LAST_START): $folder"; continue
     fi
