@@ -216,37 +216,37 @@ run_cost() {
 
 # ---- the summary ---------------------------------------------------------
 # one line per run: val accuracy (last evaluation), test accuracy, median
-# step_ms of the steps after the first, parameter count (from the log)
+# step_ms of the steps after the first, parameter count (from the log), val loss
 run_line() {  # folder
   local params
   params=$(sed -n 's/.*, \([0-9]*\) parameters,.*/\1/p' "$1.log" 2>/dev/null | head -1)
   awk -v params="${params:-?}" '
     function num(key,   m) { return match($0, "\"" key "\":[-0-9.eE+]+") ? substr($0, RSTART + length(key) + 3, RLENGTH - length(key) - 3) : "" }
     /"type":"train"/ && num("step") > 1 { ms[++n] = num("step_ms") }
-    /"type":"eval"/ { val = num("val_accuracy") }
+    /"type":"eval"/ { val = num("val_accuracy"); val_loss = num("val_loss") }
     /"type":"test"/ { test = num("test_accuracy") }
     END {
       for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (ms[j] < ms[i]) { t = ms[i]; ms[i] = ms[j]; ms[j] = t }
       median = n == 0 ? "" : (n % 2 ? ms[(n + 1) / 2] : (ms[n / 2] + ms[n / 2 + 1]) / 2)
-      print val, test, median, params }' "$1/metrics.jsonl"
+      print val, test, median, params, val_loss }' "$1/metrics.jsonl"
 }
 
 # Table of mean ± sample std over the seeds of each group of runs
 # (folders <group>-seed<k>) in an experiment folder.
 group_table() {  # experiment-folder "group:label ..."
   local dir="$1" spec group label folder
-  echo "| model | seeds | parameters | val accuracy | test accuracy | step (ms) |"
-  echo "|---|---|---|---|---|---|"
+  echo "| model | seeds | parameters | val accuracy | test accuracy | val loss | step (ms) |"
+  echo "|---|---|---|---|---|---|---|"
   for spec in $2; do
     group=${spec%%:*} label=${spec#*:}
     for folder in "$dir/$group"-seed*; do
       if [ -d "$folder" ] && finished "$folder"; then run_line "$folder"; fi
     done | awk -v label="${label//_/ }" '
       function ms(sum, sq, k) { return k > 1 ? sprintf("%.4f ± %.4f", sum / k, sqrt((sq - sum * sum / k) / (k - 1))) : sprintf("%.4f", sum / k) }
-      { v += $1; vv += $1 * $1; t += $2; tt += $2 * $2; s += $3; ss += $3 * $3; p = $4; k++
+      { v += $1; vv += $1 * $1; t += $2; tt += $2 * $2; s += $3; ss += $3 * $3; p = $4; l += $5; ll += $5 * $5; k++
         }
-      END { if (k == 0) { printf "| %s | 0 | | (no finished run) | | |\n", label; exit }
-            printf "| %s | %d | %s | %s | %s | %.0f ± %.0f |\n", label, k, p, ms(v, vv, k), ms(t, tt, k),
+      END { if (k == 0) { printf "| %s | 0 | | (no finished run) | | | |\n", label; exit }
+            printf "| %s | %d | %s | %s | %s | %s | %.0f ± %.0f |\n", label, k, p, ms(v, vv, k), ms(t, tt, k), ms(l, ll, k),
                    s / k, (k > 1 ? sqrt((ss - s * s / k) / (k - 1)) : 0) }'
   done
   echo
