@@ -246,8 +246,8 @@ group_table() {  # experiment-folder "group:label ..."
       { v += $1; vv += $1 * $1; t += $2; tt += $2 * $2; s += $3; ss += $3 * $3; p = $4; l += $5; ll += $5 * $5; k++
         }
       END { if (k == 0) { printf "| %s | 0 | | (no finished run) | | | |\n", label; exit }
-            printf "| %s | %d | %s | %s | %s | %s | %.0f ± %.0f |\n", label, k, p, ms(v, vv, k), ms(t, tt, k), ms(l, ll, k),
-                   s / k, (k > 1 ? sqrt((ss - s * s / k) / (k - 1)) : 0) }'
+            printf "| %s | %d | %s | %s | %s | %s | %s |\n", label, k, p, ms(v, vv, k), ms(t, tt, k), ms(l, ll, k),
+                   (k > 1 ? sprintf("%.0f ± %.0f", s / k, sqrt((ss - s * s / k) / (k - 1))) : sprintf("%.0f", s)) }'
   done
   echo
   echo "Per seed (val/test):"
@@ -256,7 +256,7 @@ group_table() {  # experiment-folder "group:label ..."
     printf -- "- %s:" "${label//_/ }"
     for folder in "$dir/$group"-seed*; do
       if [ -d "$folder" ] && finished "$folder"; then
-        printf " seed %s %s;" "${folder##*-seed}" "$(run_line "$folder" | awk '{printf "%s/%s", $1, $2}')"
+        printf " seed %s %s;" "${folder##*-seed}" "$(run_line "$folder" | awk '{printf "%.4f/%.4f", $1, $2}')"
       fi
     done
     echo
@@ -330,7 +330,7 @@ write_summary() {
     echo "## ListOps ablation: levels and parameter count"
     echo
     echo "Command: \`$cmd listops-ablation\` (same sizes and data; the matched MHA has" \
-         "d_ff = $(matched_dff "$LISTOPS_D" "$LISTOPS_HEADS" "$LISTOPS_DFF" 3 3 5)). L = 3 and MHA rows are the listops runs."
+         "d_ff = $(matched_dff "$LISTOPS_D" "$LISTOPS_HEADS" "$LISTOPS_DFF" 3 3 5)); HKT L = 3 and the plain MHA are the ListOps table above."
     echo
     group_table "$RESULTS/listops-ablation" "hkt-L1:HKT_L_=_1 hkt-L2:HKT_L_=_2 mha-matched:MHA,_parameter-matched"
     echo
