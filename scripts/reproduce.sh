@@ -23,8 +23,8 @@
 # Both models always get the same data, steps, batch, schedule and the same
 # learning rate (one fixed lr for both, no search: see docs/RESULTS.md).
 # Sizes are variables (defaults sized for a 2-core machine shared with other
-# jobs, about an hour for `all`); --paper sets the paper's scale instead
-# (LRA-sized models; days on a CPU). Any variable can be set in the
+# jobs, about an hour for `all`); --paper sets an LRA-sized stand-in for
+# the paper's scale (days on a CPU). Any variable can be set in the
 # environment, e.g. SEEDS="0 1" LISTOPS_STEPS=2000 ./scripts/reproduce.sh listops
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,7 +35,7 @@ for arg in "$@"; do
     --paper) paper=1 ;;
     --dry-run) dry_run=1 ;;
     --cost-worker) experiments+=(cost-worker) ;;  # internal: the cost job of the queue
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     listops|listops-ablation|fmnist|cost|summary|all) experiments+=("$arg") ;;
     *) echo "reproduce.sh: unknown argument '$arg' (see --help)" >&2; exit 2 ;;
   esac
@@ -44,14 +44,14 @@ done
 
 # ---- sizes (exported: the cost job reads them in a child) -----------------
 set -a
-if [ "$paper" = 1 ]; then  # the paper's scale; widths follow LRA's ListOps setting
+if [ "$paper" = 1 ]; then  # an LRA-sized stand-in: the paper's own widths and steps are not known to us
   : "${LISTOPS_TRAIN:=96000}" "${LISTOPS_VAL:=2000}" "${LISTOPS_TEST:=2000}" "${LISTOPS_MIN_LEN:=128}"
   : "${LISTOPS_D:=512}" "${LISTOPS_LAYERS:=4}" "${LISTOPS_HEADS:=8}" "${LISTOPS_DFF:=1024}"
   : "${LISTOPS_BATCH:=32}" "${LISTOPS_STEPS:=5000}" "${LISTOPS_EVAL_EVERY:=500}"
   : "${FMNIST_D:=128}" "${FMNIST_LAYERS:=4}" "${FMNIST_HEADS:=4}" "${FMNIST_DFF:=256}"
   : "${FMNIST_BATCH:=32}" "${FMNIST_STEPS:=10000}" "${FMNIST_TRAIN_LIMIT:=0}" "${FMNIST_VAL:=6000}"
   : "${FMNIST_EVAL_EVERY:=1000}" "${FMNIST_EVAL_BATCHES:=0}"
-  : "${COST_STEPS:=6}" "${THREADS:=0}" "${JOBS:=1}"
+  : "${COST_STEPS:=6}" "${THREADS:=$(nproc)}" "${JOBS:=1}"
 fi
 : "${RESULTS:=runs/reproduce}"   # where every run folder and the summary go
 : "${SEEDS:=0 1 2}"              # model seeds (initialisation and data order)
@@ -388,7 +388,7 @@ ensure_built
 if [ "${experiments[0]}" = cost-worker ]; then run_cost; exit 0; fi
 need_listops_data=0
 for e in "${experiments[@]}"; do case $e in listops|listops-ablation|cost|all) need_listops_data=1 ;; esac; done
-[ "$need_listops_data" = 1 ] && make_listops_data
+if [ "$need_listops_data" = 1 ] && [ "$dry_run" = 0 ]; then make_listops_data; fi
 
 
 queue_cost() { queue cost "$RESULTS/cost" "./scripts/reproduce.sh --cost-worker"; }
