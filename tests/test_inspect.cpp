@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "models/data/listops.h"
+#include "models/hkt_attention.h"
 #include "models/json.h"
 #include "models/safetensors.h"
 #include "ops/multiscale_attention.h"
@@ -251,7 +252,7 @@ TEST_CASE("attention maps: A is a masked softmax and A V equals the attention op
         } else {
           const auto& mha = dynamic_cast<const models::MHAAttention&>(attn);
           values = models::split_heads(mha.v->forward(inputs[block]), a.heads);
-          expected = attention(models::split_heads(mha.q->forward(inputs[block]), a.heads),
+          expected = hkt::attention(models::split_heads(mha.q->forward(inputs[block]), a.heads),
                                models::split_heads(mha.k->forward(inputs[block]), a.heads), values, batch.lengths,
                                causal);
         }

@@ -123,7 +123,7 @@ TEST_CASE("heat map and plot PNGs decode with the expected sizes") {
   models::ModelConfig config;
   config.vocab = 10;
   config.max_len = 24;
-  config.d_model = 8;
+  config.d_model = 12;
   config.n_layers = 2;
   config.n_heads = 3;
   config.d_ff = 8;
