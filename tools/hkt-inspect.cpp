@@ -171,7 +171,7 @@ std::map<std::string, Subcommand> subcommands() {
                         declare_common(f, "2");
                         f.add("per-parameter", "4", "coordinates checked per parameter");
                         f.add("eps", "1e-6", "central-difference step");
-                        f.add("atol", "1e-6", "absolute tolerance");
+                        f.add("atol", "1e-8", "absolute tolerance (float64 rounding of the differences is about 1e-10)");
                         f.add("rtol", "1e-4", "relative tolerance (of |numeric|)");
                         f.add("seed", "1", "seed of the sampled coordinates");
                       },

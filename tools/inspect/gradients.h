@@ -27,7 +27,7 @@ std::vector<GradientRow> gradient_rows(const Module& model);
 struct GradcheckSettings {
   int64_t per_parameter = 4;  // coordinates sampled from each parameter
   double eps = 1e-6;          // central-difference step (float64)
-  double atol = 1e-6, rtol = 1e-4;  // pass: |analytic − numeric| ≤ atol + rtol·|numeric|
+  double atol = 1e-8, rtol = 1e-4;  // pass: |analytic − numeric| ≤ atol + rtol·|numeric|
   uint64_t seed = 1;
 };
 

@@ -24,7 +24,9 @@ std::string Table::str() const {
     for (size_t c = 0; c < widths.size(); ++c) {
       const std::string cell = c < cells.size() ? cells[c] : "";
       const std::string pad(widths[c] - cell.size(), ' ');
-      const bool right = !is_header && c > 0 && looks_numeric(cell);
+      // Numbers right-aligned; a header sits over its column the same way.
+      const bool numeric_column = c > 0 && !rows_.empty() && c < rows_[0].size() && looks_numeric(rows_[0][c]);
+      const bool right = c > 0 && (is_header ? numeric_column : looks_numeric(cell));
       out += (c ? "  " : "") + (right ? pad + cell : cell + (c + 1 < widths.size() ? pad : ""));
     }
     return out + "\n";
