@@ -29,6 +29,7 @@ std::string Table::str() const {
       const bool right = c > 0 && (is_header ? numeric_column : looks_numeric(cell));
       out += (c ? "  " : "") + (right ? pad + cell : cell + (c + 1 < widths.size() ? pad : ""));
     }
+    out.erase(out.find_last_not_of(' ') + 1);  // an empty last cell leaves no trailing blanks
     return out + "\n";
   };
   std::string out = line(header_, true);
