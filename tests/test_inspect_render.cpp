@@ -1,6 +1,7 @@
 // The analysis numbers (Mardia kurtosis, the bilinear split, the score cost)
 // and the PNGs of hkt-inspect heatmap and hkt-plot, decoded with stb_image.
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 
@@ -174,4 +175,25 @@ TEST_CASE("nice ticks are 1, 2 or 5 times a power of ten and cover the range") {
   CHECK(ticks.front() >= 1.72);
   CHECK(ticks.back() <= 2.31);
   CHECK(ticks.size() >= 3);
+}
+
+TEST_CASE("the hkt-plot command line: a PNG for two runs, exit 2 on bad flags, 1 on a missing run") {
+  hkt::testing::TempDir dir;
+  dir.write("a/metrics.jsonl", "{\"type\":\"train\",\"step\":10,\"loss\":2.3}\n"
+                               "{\"type\":\"eval\",\"step\":10,\"val_loss\":2,\"val_accuracy\":0.2}\n");
+  dir.write("b/metrics.jsonl", "{\"type\":\"train\",\"step\":10,\"loss\":2.1}\n");
+  auto plot = [&](const std::string& arguments) {
+    const std::string command = std::string(HKT_BINARY_DIR) + "/hkt-plot " + arguments + " > " +
+                                (dir.path() / "out.txt").string() + " 2>&1";
+    const int status = std::system(command.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  const std::string runs = (dir.path() / "a").string() + "," + (dir.path() / "b").string();
+  const std::string png = (dir.path() / "p.png").string();
+  CHECK(plot("--runs " + runs + " --labels A,B --out " + png) == 0);
+  CHECK(decode(png).width == PlotLayout::kWidth);
+  CHECK(plot("--runs " + runs + " --labels A --out " + png) == 2);  // two runs, one label
+  CHECK(plot("--runs " + runs + " --colour red") == 2);
+  CHECK(plot("--out " + png) == 2);
+  CHECK(plot("--runs " + (dir.path() / "missing").string() + " --out " + png) == 1);
 }
