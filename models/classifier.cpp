@@ -54,7 +54,10 @@ Tensor Classifier::forward(const Tensor& tokens, const Tensor& lengths) const {
 
   Tensor positions = slice(position_embedding->weight, 0, 0, length);  // [T, d]
   Tensor x = add(token_embedding->forward(tokens), positions);          // [B, T, d]
-  for (const auto& block : blocks) x = block->forward(x, mask);
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (attention_input_observer) attention_input_observer(static_cast<int64_t>(i), blocks[i]->ln1->forward(x), mask);
+    x = blocks[i]->forward(x, mask);
+  }
   Tensor counts = reshape(sum(mask.valid_rows, 1), {batch, 1});
   Tensor pooled = div(sum(mul(x, mask.valid_rows), 1), counts);        // mean over valid positions, [B, d]
   return head->forward(ln_f->forward(pooled));

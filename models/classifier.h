@@ -4,6 +4,7 @@
 //   x = embed.token[tokens] + embed.pos[0:T]
 //   for each block:  x = x + attn(LN1(x));  x = x + fc2(GELU(fc1(LN2(x))))
 //   logits = head(ln_f(mean of x over the valid positions))
+#include <functional>
 #include <memory>
 
 #include "models/attention.h"
@@ -37,6 +38,11 @@ class Classifier : public Module {
   // config: both compute the same function (tests/test_models.cpp).
   void set_fused_attention(bool fused) { fused_attention_ = fused; }
   bool fused_attention() const { return fused_attention_; }
+
+  // Inspection hook (tools/hkt-inspect): when set, forward calls it with each
+  // block's attention input LN1(x) and the batch's mask. Unset in training.
+  using AttentionInputObserver = std::function<void(int64_t block, const Tensor& attention_input, const SequenceMask&)>;
+  AttentionInputObserver attention_input_observer;
 
   std::shared_ptr<Embedding> token_embedding, position_embedding;
   std::vector<std::shared_ptr<Block>> blocks;

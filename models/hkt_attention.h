@@ -44,10 +44,11 @@ class HKTAttention : public Attention {
   Parameter level_logits;  // [H, L]; λ = softmax over levels
   Parameter gate_logit;    // [H]; β = sigmoid
 
- private:
-  // X^(0) … X^(L−1); X^(0) is x with padded rows zeroed.
+  // X^(0) … X^(L−1); X^(0) is x with padded rows zeroed. Public for
+  // inspection (tools/inspect/attention_maps.cpp rebuilds the scores from it).
   std::vector<Tensor> level_inputs(const Tensor& x, const SequenceMask& mask) const;
 
+ private:
   ModelConfig config_;
 };
 
