@@ -47,6 +47,8 @@ cli::Flags declare_flags() {
   flags.add("out", "runs/hkt", "output folder");
   flags.add("resume", "", "continue the run in DIR from DIR/checkpoint.safetensors with the options of DIR/config.json");
   flags.add("stop-at", "0", "stop after this step as if interrupted (for tests)");
+  // Reliability (docs/RELIABILITY.md); allowed beside --resume.
+  flags.add_switch("detect-anomaly", "stop at the first op whose output or gradient holds NaN/Inf, naming it (slow)");
   return flags;
 }
 
@@ -71,6 +73,7 @@ models::TrainOptions resumed_options(const cli::Flags& flags) {
   o.resume = true;
   if (flags.was_given("threads")) o.threads = static_cast<int>(flags.get_int("threads"));
   o.stop_at = flags.get_int("stop-at");
+  o.detect_anomaly = flags.get_bool("detect-anomaly");
   return o;
 }
 
@@ -113,6 +116,7 @@ models::TrainOptions to_options(const cli::Flags& flags) {
   o.eval_batches = flags.get_int("eval-batches");
   o.checkpoint_every = flags.get_int("checkpoint-every");
   o.stop_at = flags.get_int("stop-at");
+  o.detect_anomaly = flags.get_bool("detect-anomaly");
   hkt::check(o.log_every >= 1, "hkt-train: --log-every must be at least 1");
   hkt::check(o.threads >= 0, "hkt-train: --threads must be non-negative");
   return o;
