@@ -47,7 +47,7 @@ std::string format_evaluation(const char* split, int64_t step, const Evaluation&
 Evaluation train(const TrainOptions& options) {
   check(options.batch >= 1, "train: --batch must be at least 1");
   if (options.threads > 0) set_num_threads(options.threads);
-  DetectAnomalyGuard anomaly_mode(options.detect_anomaly);
+  DetectAnomalyGuard anomaly_mode(options.detect_anomaly || detect_anomaly());  // on if the caller turned it on
   TaskData task = load_task(options);
   ModelConfig config = options.model;
   config.vocab = task.train.vocab;

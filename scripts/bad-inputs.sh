@@ -103,8 +103,9 @@ idx "$work/m3"; gzip -9 "$work/m3/train-images-idx3-ubyte"; truncate -s 30 "$wor
 row "IDX: gzip file cut short" "$train" --task fmnist --data "$work/m3" "${tiny[@]}" --out "$work/r"
 idx "$work/m4"; printf '\x0b' | dd of="$work/m4/train-labels-idx1-ubyte" bs=1 seek=9 conv=notrunc 2>/dev/null
 row "IDX: label 11" "$train" --task fmnist --data "$work/m4" "${tiny[@]}" --out "$work/r"
-idx "$work/m5"; head -c 100000000 /dev/zero | gzip -9 >"$work/m5/train-labels-idx1-ubyte.gz"; rm "$work/m5/train-labels-idx1-ubyte"
-row "IDX: 100 KB gzip of 10^8 zero bytes (a small bomb)" "$train" --task fmnist --data "$work/m5" "${tiny[@]}" --out "$work/r"
+idx "$work/m5"; { printf '\0\0\10\1\0\0\0\2\1\2'; head -c 100000000 /dev/zero; } | gzip -9 >"$work/m5/train-labels-idx1-ubyte.gz"
+rm "$work/m5/train-labels-idx1-ubyte"
+row "IDX: 100 KB gzip: a header promising 2 labels, then 10^8 zero bytes (a small bomb)" "$train" --task fmnist --data "$work/m5" "${tiny[@]}" --out "$work/r"
 
 # CIFAR-10 binary
 cifar() {
