@@ -1,5 +1,8 @@
 #include "engine/autograd.h"
 
+#include <atomic>
+#include <cmath>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -10,6 +13,74 @@ namespace hkt {
 namespace {
 
 thread_local bool recording = true;
+std::atomic<bool> anomaly_mode{false};
+
+// Index of the first value `bad` picks in a floating tensor, or -1.
+template <class T, class Predicate>
+int64_t first_index(const T* values, int64_t count, Predicate bad) {
+  for (int64_t i = 0; i < count; ++i)
+    if (bad(values[i])) return i;
+  return -1;
+}
+
+struct NonFinite {
+  int64_t nan_index = -1, inf_index = -1;  // first of each, -1: none
+  double inf_value = 0;
+};
+
+NonFinite find_non_finite(const Tensor& tensor) {
+  NonFinite found;
+  if (!tensor.defined() || !is_floating(tensor.dtype()) || tensor.numel() == 0) return found;
+  const Tensor host = tensor.device() == Device::cpu() ? tensor : tensor.detach().to(Device::cpu());
+  auto scan = [&](const auto* values) {
+    found.nan_index = first_index(values, host.numel(), [](auto v) { return std::isnan(v); });
+    found.inf_index = first_index(values, host.numel(), [](auto v) { return std::isinf(v); });
+    if (found.inf_index >= 0) found.inf_value = values[found.inf_index];
+  };
+  if (host.dtype() == DType::Float32) scan(static_cast<const float*>(host.raw_data()));
+  else scan(static_cast<const double*>(host.raw_data()));
+  return found;
+}
+
+std::string describe_nan(const NonFinite& found) { return "NaN at flat index " + std::to_string(found.nan_index); }
+std::string describe_inf(const NonFinite& found) {
+  return std::string(found.inf_value > 0 ? "Inf" : "-Inf") + " at flat index " + std::to_string(found.inf_index);
+}
+
+std::string shapes_of(const std::vector<Tensor>& inputs) {
+  std::string text;
+  for (const Tensor& input : inputs) text += (text.empty() ? "" : ", ") + (input.defined() ? input.str() : "none");
+  return text;
+}
+
+// A NaN is always an anomaly. An infinity is one only where it starts: an op
+// may pass on an infinite input (softmax of a masked score), and masked_fill
+// writes -inf on purpose (attention masks).
+void check_forward_anomaly(const char* op, const std::vector<Tensor>& inputs, const Tensor& output) {
+  const NonFinite found = find_non_finite(output);
+  std::string what;
+  if (found.nan_index >= 0) {
+    what = describe_nan(found);
+  } else if (found.inf_index >= 0 && std::string_view(op) != "masked_fill") {
+    bool inherited = false;
+    for (const Tensor& input : inputs) inherited = inherited || find_non_finite(input).inf_index >= 0;
+    if (!inherited) what = describe_inf(found);
+  }
+  if (!what.empty())
+    fail("detect_anomaly: forward of '", op, "' produced ", what, " in its output ", output.str(), " (inputs ",
+         shapes_of(inputs), ")");
+}
+
+void check_backward_anomaly(const Node& node, const Tensor& output_grad, const std::vector<Tensor>& input_grads) {
+  for (size_t i = 0; i < input_grads.size(); ++i) {
+    const NonFinite found = find_non_finite(input_grads[i]);
+    if (found.nan_index < 0 && found.inf_index < 0) continue;
+    fail("detect_anomaly: backward of '", node.op, "' produced ",
+         found.nan_index >= 0 ? describe_nan(found) : describe_inf(found), " in the gradient ", input_grads[i].str(),
+         " for input ", i, " (inputs ", shapes_of(node.inputs), ", output ", shape_str(node.output_shape),
+         ", output gradient ", output_grad.str(), ")");
+  }
+}
 
 // Nodes reachable from `root`, each after every node that consumes its output
 // (so the reverse of this order visits consumers before producers). The order
@@ -51,6 +122,9 @@ void accumulate_leaf(const Tensor& leaf, const Tensor& gradient) {
 
 }  // namespace
 
+bool detect_anomaly() { return anomaly_mode.load(std::memory_order_relaxed); }
+void set_detect_anomaly(bool enabled) { anomaly_mode.store(enabled, std::memory_order_relaxed); }
+
 bool grad_enabled() { return recording; }
 void set_grad_enabled(bool enabled) { recording = enabled; }
 
@@ -62,6 +136,7 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
 }
 
 void record(const char* op, const std::vector<Tensor>& inputs, Tensor& output, Node::BackwardFn backward) {
+  if (anomaly_mode.load(std::memory_order_relaxed)) check_forward_anomaly(op, inputs, output);
   if (!needs_grad(inputs)) return;
   auto node = std::make_shared<Node>();
   node->op = op;
@@ -100,6 +175,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     std::vector<Tensor> input_grads = node->backward(output_grad);
     check(input_grads.size() == node->inputs.size(), "backward of '", node->op, "': returned ",
           input_grads.size(), " gradients for ", node->inputs.size(), " inputs");
+    if (anomaly_mode.load(std::memory_order_relaxed)) check_backward_anomaly(*node, output_grad, input_grads);
     for (size_t i = 0; i < input_grads.size(); ++i) {
       const Tensor& input = node->inputs[i];
       const Tensor& input_grad = input_grads[i];

@@ -37,6 +37,27 @@ class NoGradGuard {
   bool previous_;
 };
 
+// Anomaly mode (off by default, like torch.autograd.detect_anomaly): each op
+// that records, right after its forward, and each node's backward check their
+// floating-point results for NaN and Inf and throw hkt::Error naming the op,
+// the pass, and the shapes of its inputs and output, at the first op that
+// makes one, rather than where the loss finally shows it. It costs one flag
+// test per op when off; when on, a scan of every result (and a device-to-host
+// copy on CUDA). The flag is process-wide.
+bool detect_anomaly();
+void set_detect_anomaly(bool enabled);
+
+class DetectAnomalyGuard {
+ public:
+  explicit DetectAnomalyGuard(bool enabled = true) : previous_(detect_anomaly()) { set_detect_anomaly(enabled); }
+  ~DetectAnomalyGuard() { set_detect_anomaly(previous_); }
+  DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
+  DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
 // True when an op applied to these inputs must record a node.
 bool needs_grad(const std::vector<Tensor>& inputs);
 

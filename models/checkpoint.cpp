@@ -8,7 +8,31 @@
 namespace hkt::models {
 namespace {
 
-constexpr const char* kFormat = "hkt-checkpoint-1";
+// Version 2 adds the checksum; version 1 files (none) still load.
+constexpr const char* kFormat = "hkt-checkpoint-2";
+constexpr const char* kFormatWithoutChecksum = "hkt-checkpoint-1";
+
+// The file, once its checksum matches. Without a checksum field it is either
+// a version-1 checkpoint or a file damaged right there: anything but a valid
+// version-1 file is reported as corrupt.
+SafetensorsFile load_verified(const std::string& path) {
+  const std::string who = "checkpoint " + path;
+  const ChecksumStatus status = verify_safetensors_checksum(path, who);
+  SafetensorsFile file;
+  try {
+    file = load_safetensors(path);
+  } catch (const Error& error) {
+    if (status == ChecksumStatus::Absent) fail(who, ": checksum mismatch (corrupt file): no checksum found; ", error.what());
+    throw;
+  }
+  if (status == ChecksumStatus::Absent) {
+    auto format = file.metadata.find("format");
+    const std::string name = format == file.metadata.end() ? "" : format->second;
+    check(name == kFormatWithoutChecksum, who, ": checksum mismatch (corrupt file): no checksum in __metadata__ (format '",
+          name, "')");
+  }
+  return file;
+}
 
 std::string describe_differences(const ModelConfig& stored, const ModelConfig& live) {
   Json a = config_to_json(stored), b = config_to_json(live);
@@ -45,13 +69,13 @@ void save_checkpoint(const std::string& path, const Classifier& model, const Opt
   for (auto& named : optimizer.state()) tensors.push_back(named);
   std::map<std::string, std::string> metadata{
       {"format", kFormat}, {"config", to_json(config_to_json(model.config()))}, {"step", std::to_string(step)}};
-  save_safetensors(path, tensors, metadata);
+  save_safetensors(path, tensors, metadata, /*checksum=*/true);
 }
 
-ModelConfig read_checkpoint_config(const std::string& path) { return config_of(load_safetensors(path), path); }
+ModelConfig read_checkpoint_config(const std::string& path) { return config_of(load_verified(path), path); }
 
 int64_t load_checkpoint(const std::string& path, Classifier& model, Optimizer& optimizer) {
-  SafetensorsFile file = load_safetensors(path);
+  SafetensorsFile file = load_verified(path);
   ModelConfig stored = config_of(file, path);
   if (!(stored == model.config()))
     fail("checkpoint ", path, ": its config does not match the model: ", describe_differences(stored, model.config()));

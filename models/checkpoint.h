@@ -3,6 +3,9 @@
 // under its SPEC name, the optimizer state under "optim." names, and in
 // __metadata__ the model config (JSON, key "config") and the step. Written to
 // a temporary file and renamed, so a crash leaves the old file or the new one.
+// __metadata__ also holds a CRC-32 of the file (verify_safetensors_checksum):
+// loading a damaged file fails with "checkpoint <path>: checksum mismatch
+// (corrupt file)" before any of it is used.
 #include <cstdint>
 #include <string>
 

@@ -7,8 +7,12 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <set>
+
+#include <zlib.h>
 
 #include "models/json.h"
 
@@ -106,10 +110,49 @@ std::string build_header(const NamedTensors& tensors, const std::vector<Tensor>&
   return text;
 }
 
+// The field as to_json writes it, up to its 8 hex digits.
+constexpr std::string_view kChecksumField = "\"checksum\":\"crc32:";
+constexpr size_t kChecksumDigits = 8;
+
+uint32_t crc32_update(uint32_t crc, const void* data, size_t size) {
+  const auto* bytes = static_cast<const Bytef*>(data);
+  while (size > 0) {  // zlib counts in 32-bit uInt
+    const size_t chunk = std::min<size_t>(size, size_t{1} << 30);
+    crc = static_cast<uint32_t>(::crc32(crc, bytes, static_cast<uInt>(chunk)));
+    bytes += chunk;
+    size -= chunk;
+  }
+  return crc;
+}
+
+std::string hex8(uint32_t value) {
+  char text[9];
+  std::snprintf(text, sizeof text, "%08x", value);
+  return text;
+}
+
+// Fills the zeroed digits of the checksum field in `header` with the CRC-32 of
+// the file as it will be written (length bytes, header, tensor data).
+void fill_checksum(std::string& header, const unsigned char (&length_bytes)[8], const std::vector<Tensor>& host) {
+  const size_t field = header.find(kChecksumField);
+  check(field != std::string::npos, "save_safetensors: internal error: no checksum field in the header");
+  uint32_t crc = crc32_update(0, length_bytes, 8);
+  crc = crc32_update(crc, header.data(), header.size());
+  for (const Tensor& tensor : host)
+    if (tensor.nbytes() > 0) crc = crc32_update(crc, tensor.raw_data(), tensor.nbytes());
+  header.replace(field + kChecksumField.size(), kChecksumDigits, hex8(crc));
+}
+
 }  // namespace
 
 void save_safetensors(const std::string& path, const NamedTensors& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+                      const std::map<std::string, std::string>& metadata_in, bool checksum) {
+  std::map<std::string, std::string> metadata = metadata_in;
+  if (checksum) {
+    check(metadata.count(kSafetensorsChecksumKey) == 0, "save_safetensors: ", path, ": metadata key \"",
+          kSafetensorsChecksumKey, "\" is reserved for the checksum");
+    metadata[kSafetensorsChecksumKey] = "crc32:" + std::string(kChecksumDigits, '0');
+  }
   std::set<std::string> names;
   std::vector<Tensor> host;
   for (const auto& [name, tensor] : tensors) {
@@ -118,9 +161,10 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
     check(tensor.defined(), "save_safetensors: ", path, ": tensor \"", name, "\" is undefined");
     host.push_back(tensor.detach().to(Device::cpu()));
   }
-  const std::string header = build_header(tensors, host, metadata);
+  std::string header = build_header(tensors, host, metadata);
   unsigned char length_bytes[8];
   for (int i = 0; i < 8; ++i) length_bytes[i] = static_cast<unsigned char>(static_cast<uint64_t>(header.size()) >> (8 * i));
+  if (checksum) fill_checksum(header, length_bytes, host);
 
   const std::string temporary = path + ".tmp";
   try {
@@ -199,6 +243,48 @@ void parse_metadata(const std::string& path, const Json& value, std::map<std::st
 }
 
 }  // namespace
+
+ChecksumStatus verify_safetensors_checksum(const std::string& path, const std::string& who) {
+  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (file.fd < 0) fail(who, ": cannot open: ", errno_text());
+  struct stat status {};
+  if (::fstat(file.fd, &status) != 0) fail(who, ": cannot stat: ", errno_text());
+  check(S_ISREG(status.st_mode), who, ": not a regular file");
+  const uint64_t file_size = static_cast<uint64_t>(status.st_size);
+
+  uint64_t claimed_header = 0;
+  if (file_size >= 8) {
+    unsigned char length_bytes[8];
+    read_all_at(file.fd, length_bytes, 8, 0, path);
+    for (int i = 7; i >= 0; --i) claimed_header = (claimed_header << 8) | length_bytes[i];
+  }
+  const uint64_t region = std::min(file_size, std::max<uint64_t>(uint64_t{1} << 16,
+                                                                 8 + std::min(claimed_header, kSafetensorsMaxHeader)));
+  std::string head(static_cast<size_t>(region), '\0');
+  if (region > 0) read_all_at(file.fd, head.data(), head.size(), 0, path);
+  const size_t field = head.find(kChecksumField);
+  if (field == std::string::npos) return ChecksumStatus::Absent;
+  const size_t digits = field + kChecksumField.size();
+  check(digits + kChecksumDigits <= head.size(), who, ": checksum mismatch (corrupt file): the checksum at byte ",
+        digits, " is cut off by the end of the file");
+  const std::string stored = head.substr(digits, kChecksumDigits);
+  check(stored.find_first_not_of("0123456789abcdef") == std::string::npos, who,
+        ": checksum mismatch (corrupt file): the stored checksum '", stored, "' at byte ", digits,
+        " is not 8 hex digits");
+  head.replace(digits, kChecksumDigits, kChecksumDigits, '0');
+
+  uint32_t crc = crc32_update(0, head.data(), head.size());
+  std::string chunk;
+  for (uint64_t offset = region; offset < file_size;) {
+    chunk.resize(static_cast<size_t>(std::min<uint64_t>(file_size - offset, uint64_t{1} << 20)));
+    read_all_at(file.fd, chunk.data(), chunk.size(), offset, path);
+    crc = crc32_update(crc, chunk.data(), chunk.size());
+    offset += chunk.size();
+  }
+  check(hex8(crc) == stored, who, ": checksum mismatch (corrupt file): stored crc32 ", stored, ", computed ",
+        hex8(crc), " over ", file_size, " bytes");
+  return ChecksumStatus::Verified;
+}
 
 SafetensorsFile load_safetensors(const std::string& path) {
   FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

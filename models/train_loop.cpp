@@ -19,7 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Keeps the metrics lines up to `step` (a resumed run rewrites what follows).
+// Keeps the metrics lines up to `step` (a resumed run rewrites what follows),
+// replacing the file atomically: a crash during the resume keeps the old lines.
 void truncate_metrics(const std::string& path, int64_t step) {
   std::ifstream in(path);
   if (!in) return;
@@ -32,7 +33,7 @@ void truncate_metrics(const std::string& path, int64_t step) {
     }
   }
   in.close();
-  std::ofstream(path, std::ios::trunc) << kept;
+  data::write_file_atomic(path, kept, "train: " + path);
 }
 
 std::string format_evaluation(const char* split, int64_t step, const Evaluation& e) {
@@ -47,6 +48,7 @@ std::string format_evaluation(const char* split, int64_t step, const Evaluation&
 Evaluation train(const TrainOptions& options) {
   check(options.batch >= 1, "train: --batch must be at least 1");
   if (options.threads > 0) set_num_threads(options.threads);
+  DetectAnomalyGuard anomaly_mode(options.detect_anomaly || detect_anomaly());  // on if the caller turned it on
   TaskData task = load_task(options);
   ModelConfig config = options.model;
   config.vocab = task.train.vocab;
@@ -137,8 +139,10 @@ Evaluation train(const TrainOptions& options) {
                                              {"val_accuracy", last_eval.accuracy}}));
       progress.message(format_evaluation("val", step, last_eval));
     }
-    if (step % checkpoint_every == 0 || stopping) save_checkpoint(checkpoint, model, optimizer, step);
+    // Metrics first: a kill after the checkpoint's rename must find every line
+    // up to its step on disk (resume drops only the lines after it).
     metrics.flush();
+    if (step % checkpoint_every == 0 || stopping) save_checkpoint(checkpoint, model, optimizer, step);
     if (stopping) break;
   }
   progress.finish();

@@ -40,6 +40,7 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;  // 0: at each evaluation
   bool resume = false;
   int64_t stop_at = 0;           // > 0: stop after this step, as if interrupted (tests)
+  bool detect_anomaly = false;   // check every op's output and gradient for NaN/Inf (slow; not saved in config.json)
 };
 
 // The options as written to OUT/config.json, and back (for --resume DIR);

@@ -2,6 +2,8 @@
 # Installs the Debian packages the build needs. Idempotent; uses sudo when not root.
 set -euo pipefail
 packages=(cmake g++ make libopenblas-openmp-dev catch2 zlib1g-dev dataset-fashion-mnist libstb-dev)
+# scripts/fuzz.sh: clang with libFuzzer's runtime and clang's OpenMP (Debian 12 ships clang 14).
+packages+=(clang libclang-rt-14-dev libomp-14-dev)
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive

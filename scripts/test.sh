@@ -2,7 +2,8 @@
 # Installs what is needed, builds from nothing and runs every test:
 #   1. the release build (with the CUDA backend when nvcc is found) and all tests;
 #   2. the CPU tests again under AddressSanitizer + UndefinedBehaviorSanitizer
-#      (with LeakSanitizer), in a separate build folder.
+#      (with LeakSanitizer), in a separate build folder;
+#   3. every parser fuzzed for HKT_FUZZ_SECONDS (default 20) each (scripts/fuzz.sh).
 # CUDA tests skip on a machine without a GPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,4 +23,6 @@ cmake --build build-sanitize -j "$jobs"
 ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp" \
   ctest --test-dir build-sanitize -j "$jobs" --output-on-failure
+echo "== fuzzing (scripts/fuzz.sh)"
+./scripts/fuzz.sh
 echo "== all tests passed"

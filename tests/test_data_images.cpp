@@ -246,3 +246,20 @@ TEST_CASE("CIFAR-10: partial records, bad labels and missing files are errors") 
   REQUIRE_THROWS_WITH(load_cifar10(dir.path().string(), false, CifarPixels::Grey),
                       Contains("test_batch.bin: no such file"));
 }
+
+TEST_CASE("read_idx: a gzipped file inflates no further than its own header promises (a gzip bomb)") {
+  hkt::testing::TempDir dir;
+  // 2 labels promised, 20 MB of zeros behind them: stopped after 4 + 4 + 2 + 1 bytes.
+  const std::string bomb = idx_file(0x801, {2}, {1, 2}) + std::string(20'000'000, '\0');
+  const std::string path = dir.write("bomb.gz", gzip(bomb));
+  CHECK(bomb.size() > 200 * std::filesystem::file_size(path));  // Z_BEST_SPEED: about 230:1
+  REQUIRE_THROWS_WITH(read_idx(path), Contains("read_idx: " + path + ": decompresses to more than 11 bytes"));
+  // A header promising more than 2^32 bytes falls back to the format's limit and is named as such.
+  const std::string huge = dir.write("huge.gz", gzip(idx_file(0x803, {100000, 1000, 1000}, {})));
+  REQUIRE_THROWS_WITH(read_idx(huge), Contains("dims [100000, 1000, 1000]... promise more than 2^32 bytes"));
+  // One byte more than promised is still named as trailing bytes.
+  const std::string extra = dir.write("extra.gz", gzip(idx_file(0x801, {2}, {1, 2, 3})));
+  REQUIRE_THROWS_WITH(read_idx(extra), Contains("1 trailing bytes after byte offset 10"));
+  // A file shorter than its 20-byte look-ahead reads as before.
+  CHECK(read_idx(dir.write("short.gz", gzip(idx_file(0x801, {2}, {1, 2})))).values == std::vector<uint8_t>{1, 2});
+}

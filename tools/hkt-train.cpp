@@ -49,6 +49,8 @@ cli::Flags declare_flags() {
   flags.add("out", "runs/hkt", "output folder");
   flags.add("resume", "", "continue the run in DIR from DIR/checkpoint.safetensors with the options of DIR/config.json");
   flags.add("stop-at", "0", "stop after this step as if interrupted (for tests)");
+  // Reliability (docs/RELIABILITY.md); allowed beside --resume.
+  flags.add_switch("detect-anomaly", "stop at the first op whose output or gradient holds NaN/Inf, naming it (slow)");
   return flags;
 }
 
@@ -74,6 +76,7 @@ models::TrainOptions resumed_options(const cli::Flags& flags) {
   if (flags.was_given("threads")) o.threads = static_cast<int>(flags.get_int("threads"));
   if (flags.was_given("device")) o.device = dispatch::parse_device(flags.get("device"));
   o.stop_at = flags.get_int("stop-at");
+  o.detect_anomaly = flags.get_bool("detect-anomaly");
   return o;
 }
 
@@ -117,6 +120,7 @@ models::TrainOptions to_options(const cli::Flags& flags) {
   o.checkpoint_every = flags.get_int("checkpoint-every");
   o.stop_at = flags.get_int("stop-at");
   o.device = dispatch::parse_device(flags.get("device"));
+  o.detect_anomaly = flags.get_bool("detect-anomaly");
   hkt::check(o.log_every >= 1, "hkt-train: --log-every must be at least 1");
   hkt::check(o.threads >= 0, "hkt-train: --threads must be non-negative");
   return o;

@@ -5,7 +5,11 @@
 #include <fstream>
 #include <system_error>
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace hkt::data {
 
@@ -95,23 +99,42 @@ std::string read_file_bytes(const std::string& path, const std::string& who, uin
   return bytes;
 }
 
+// Temporary file in the same folder (rename is atomic only within one file
+// system), fsync before the rename so the new name never points at unwritten
+// blocks after a power loss, fsync of the folder so the rename itself lasts.
 void write_file_atomic(const std::string& path, const std::string& content, const std::string& who) {
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    check(out.good(), who, ": cannot create ", temporary);
-    out.write(content.data(), static_cast<std::streamsize>(content.size()));
-    out.flush();
-    if (!out.good()) {
-      std::remove(temporary.c_str());
-      fail(who, ": cannot write ", temporary);
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  check(fd >= 0, who, ": cannot create ", temporary, " (", std::strerror(errno), ")");
+  const char* bytes = content.data();
+  size_t left = content.size();
+  bool ok = true;
+  while (ok && left > 0) {
+    const ssize_t written = ::write(fd, bytes, left);
+    if (written < 0 && errno == EINTR) continue;
+    ok = written > 0;
+    if (ok) {
+      bytes += written;
+      left -= static_cast<size_t>(written);
     }
+  }
+  ok = ok && ::fsync(fd) == 0;
+  ok = ::close(fd) == 0 && ok;
+  if (!ok) {
+    std::remove(temporary.c_str());
+    fail(who, ": cannot write ", temporary, " (", std::strerror(errno), ")");
   }
   std::error_code error;
   std::filesystem::rename(temporary, path, error);
   if (error) {
     std::remove(temporary.c_str());
     fail(who, ": cannot rename ", temporary, " to ", path, " (", error.message(), ")");
+  }
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  const int directory = ::open(folder.empty() ? "." : folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (directory >= 0) {  // best effort: some file systems refuse to sync a folder
+    ::fsync(directory);
+    ::close(directory);
   }
 }
 

@@ -14,7 +14,9 @@ bool has_gzip_magic(const std::string& bytes) {
 }
 
 // Inflates every gzip member of `compressed` (gzip allows several, concatenated).
-std::string gunzip(const std::string& compressed, const std::string& who, uint64_t max_bytes) {
+// More than max_bytes is an error, or with prefix_only the first max_bytes
+// (fewer if the data is shorter) are returned without inflating the rest.
+std::string gunzip(const std::string& compressed, const std::string& who, uint64_t max_bytes, bool prefix_only = false) {
   z_stream stream{};
   check(inflateInit2(&stream, 15 + 16) == Z_OK, who, ": zlib inflateInit2 failed");
   // The trailer's ISIZE (the last member's size mod 2^32) sizes the buffer for
@@ -34,7 +36,10 @@ std::string gunzip(const std::string& compressed, const std::string& who, uint64
   };
   for (;;) {
     if (produced == out.size()) {
-      if (out.size() >= max_bytes) error("decompresses to more than ", max_bytes, " bytes");
+      if (out.size() >= max_bytes) {
+        if (prefix_only) break;
+        error("decompresses to more than ", max_bytes, " bytes");
+      }
       out.resize(static_cast<size_t>(std::min<uint64_t>(max_bytes, 2 * uint64_t{out.size()})));
     }
     // zlib counts in 32-bit uInt: feed and drain at most 1 GiB at a time.
@@ -73,6 +78,23 @@ uint32_t big_endian_u32(const std::string& bytes, size_t offset) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
+// The size an IDX file's own header promises (header + data bytes), or the
+// format's largest when the header is too short or malformed (read_idx then
+// reports what is wrong). Bounds what a gzipped file may inflate to, so a
+// small gzip bomb is stopped at that size instead of at 4 GiB.
+uint64_t promised_idx_size(const std::string& head) {
+  constexpr uint64_t kLargest = 4 + 4 * 4 + (uint64_t{1} << 32);
+  if (head.size() < 4) return kLargest;
+  const uint32_t magic = big_endian_u32(head, 0), rank = magic & 0xff;
+  if ((magic >> 8) != 0x08 || rank < 1 || rank > 4 || head.size() < 4 + 4 * uint64_t{rank}) return kLargest;
+  uint64_t elements = 1;
+  for (uint32_t axis = 0; axis < rank; ++axis) {
+    elements *= big_endian_u32(head, 4 + 4 * axis);
+    if (elements > (uint64_t{1} << 32)) return kLargest;
+  }
+  return 4 + 4 * uint64_t{rank} + elements;
+}
+
 // `name` of the file in `directory`, plain or gzipped.
 std::string find_file(const std::string& directory, const std::string& name) {
   const auto plain = std::filesystem::path(directory) / name;
@@ -96,7 +118,11 @@ IdxArray read_idx(const std::string& path) {
   std::string raw = read_file_bytes(path, "read_idx");
   const bool compressed = has_gzip_magic(raw);
   const std::string who = "read_idx: " + path + (compressed ? " (decompressed)" : "");
-  const std::string bytes = compressed ? gunzip(raw, "read_idx: " + path, uint64_t{1} << 32) : std::move(raw);
+  // One byte past the promised size lets the trailing-bytes check below name the excess.
+  const std::string bytes =
+      compressed ? gunzip(raw, "read_idx: " + path,
+                          promised_idx_size(gunzip(raw, "read_idx: " + path, 20, /*prefix_only=*/true)) + 1)
+                 : std::move(raw);
   const uint64_t size = bytes.size();
   check(size >= 4, who, ": ", size, " bytes, too short for the 4-byte magic");
   const uint32_t magic = big_endian_u32(bytes, 0);
