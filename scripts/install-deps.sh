@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build needs. Idempotent; uses sudo when not root.
 set -euo pipefail
-packages=(cmake g++ make libopenblas-openmp-dev catch2 zlib1g-dev dataset-fashion-mnist)
+packages=(cmake g++ make libopenblas-openmp-dev catch2 zlib1g-dev dataset-fashion-mnist
+          libopenmpi-dev openmpi-bin)  # MPI: data-parallel hkt-train and its tests
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "distributed/communicator.h"
 #include "models/cli.h"
 #include "models/data/dataset.h"
 #include "models/json.h"
@@ -47,11 +48,25 @@ cli::Flags declare_flags() {
   flags.add("out", "runs/hkt", "output folder");
   flags.add("resume", "", "continue the run in DIR from DIR/checkpoint.safetensors with the options of DIR/config.json");
   flags.add("stop-at", "0", "stop after this step as if interrupted (for tests)");
+  // Data parallelism: start under mpirun (README "Data-parallel training").
+  flags.add("collective-timeout", "300", "seconds an all-reduce may wait for the other ranks before the job aborts");
+  flags.add("bucket-mb", "4", "gradient all-reduce bucket size in MB");
+  flags.add("test-die-at-step", "0", "the last of several ranks kills itself at this step (for tests)");
   return flags;
 }
 
+// The data-parallel flags, which may also be given with --resume.
+void read_parallel_flags(const cli::Flags& flags, models::TrainOptions& o) {
+  o.collective_timeout = flags.get_double("collective-timeout");
+  o.bucket_mb = flags.get_double("bucket-mb");
+  o.test_die_at_step = flags.get_int("test-die-at-step");
+  hkt::check(o.collective_timeout > 0, "hkt-train: --collective-timeout must be positive");
+  hkt::check(o.bucket_mb > 0, "hkt-train: --bucket-mb must be positive");
+}
+
 // --resume DIR: the run's own options, from DIR/config.json; only the thread
-// count and --stop-at may be given beside it (anything else would change the run).
+// count, --stop-at and the data-parallel flags may be given beside it
+// (anything else would change the run).
 models::TrainOptions resumed_options(const cli::Flags& flags) {
   const std::string folder = flags.get("resume");
   for (const char* flag : {"task", "data", "model", "d-model", "layers", "heads", "d-ff", "levels", "stride",
@@ -71,6 +86,7 @@ models::TrainOptions resumed_options(const cli::Flags& flags) {
   o.resume = true;
   if (flags.was_given("threads")) o.threads = static_cast<int>(flags.get_int("threads"));
   o.stop_at = flags.get_int("stop-at");
+  read_parallel_flags(flags, o);
   return o;
 }
 
@@ -113,6 +129,7 @@ models::TrainOptions to_options(const cli::Flags& flags) {
   o.eval_batches = flags.get_int("eval-batches");
   o.checkpoint_every = flags.get_int("checkpoint-every");
   o.stop_at = flags.get_int("stop-at");
+  read_parallel_flags(flags, o);
   hkt::check(o.log_every >= 1, "hkt-train: --log-every must be at least 1");
   hkt::check(o.threads >= 0, "hkt-train: --threads must be non-negative");
   return o;
@@ -122,12 +139,17 @@ models::TrainOptions to_options(const cli::Flags& flags) {
 
 int main(int argc, char** argv) {
   cli::Flags flags = declare_flags();
+  // Under mpirun, rank 0 alone prints; an error on any rank ends them all
+  // (the others would otherwise wait for it in the next all-reduce).
+  distributed::Communicator& world = distributed::world();
+  if (world.rank() != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;
   models::TrainOptions options;
   try {
     if (!flags.parse(argc, argv)) return 0;
     options = to_options(flags);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "%s\n", error.what());
+    world.abort(2);
     return 2;
   }
   try {
@@ -136,7 +158,9 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const std::exception& error) {
     std::fflush(stdout);
-    std::fprintf(stderr, "hkt-train: %s\n", error.what());
+    if (world.size() > 1) std::fprintf(stderr, "hkt-train: rank %d: %s\n", world.rank(), error.what());
+    else std::fprintf(stderr, "hkt-train: %s\n", error.what());
+    world.abort(1);
     return 1;
   }
 }
