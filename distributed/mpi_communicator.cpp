@@ -87,7 +87,8 @@ class MpiCommunicator final : public Communicator {
   void all_reduce_sum(const std::vector<Tensor>& tensors, int64_t bucket_bytes) override {
 #ifdef HKT_WITH_NCCL
     std::vector<Tensor> on_cuda, elsewhere;
-    for (const Tensor& tensor : tensors) (tensor.device().type == DeviceType::CUDA ? on_cuda : elsewhere).push_back(tensor);
+    for (const Tensor& tensor : tensors)
+      (tensor.device().type == DeviceType::CUDA ? on_cuda : elsewhere).push_back(tensor);
     if (!on_cuda.empty() && size_ > 1) {
       const int device_index = on_cuda.front().device().index;
       for (const Tensor& tensor : on_cuda)

@@ -2,8 +2,8 @@
 // parameters depend only on the seed, the step and the thread count, so a
 // resumed run continues exactly where the checkpoint left off.
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -164,8 +164,9 @@ Evaluation train(const TrainOptions& options) {
     if (step % eval_every == 0 || step == total) {
       last_eval = evaluate_data_parallel(comm, model, task.val, options.batch, options.eval_batches);
       evaluated = true;
-      if (lead) write_json_line(metrics, Json::object({{"type", "eval"}, {"step", step}, {"val_loss", last_eval.loss},
-                                             {"val_accuracy", last_eval.accuracy}}));
+      if (lead)
+        write_json_line(metrics, Json::object({{"type", "eval"}, {"step", step}, {"val_loss", last_eval.loss},
+                                               {"val_accuracy", last_eval.accuracy}}));
       progress.message(format_evaluation("val", step, last_eval));
     }
     if (lead && (step % checkpoint_every == 0 || stopping)) save_checkpoint(checkpoint, model, optimizer, step);
@@ -176,8 +177,9 @@ Evaluation train(const TrainOptions& options) {
   if (!evaluated) last_eval = evaluate_data_parallel(comm, model, task.val, options.batch, options.eval_batches);
   if (step == total && task.test.count > 0) {
     Evaluation test = evaluate_data_parallel(comm, model, task.test, options.batch, options.eval_batches);
-    if (lead) write_json_line(metrics, Json::object({{"type", "test"}, {"step", step}, {"test_loss", test.loss},
-                                           {"test_accuracy", test.accuracy}}));
+    if (lead)
+      write_json_line(metrics, Json::object({{"type", "test"}, {"step", step}, {"test_loss", test.loss},
+                                             {"test_accuracy", test.accuracy}}));
     std::printf("%s\n", format_evaluation("test", step, test).c_str());
   }
   return last_eval;
