@@ -158,9 +158,10 @@ bool nearly_equal(double a, double b, double relative) {
 // largest value over the whole model (some gradients are 1e-4 of others, and
 // their summation-order rounding is not small next to themselves).
 // Except the attention key biases (`*.k.bias`): softmax is invariant to a
-// shift of a row's scores, so their exact gradient is zero and what the
-// float gradient holds is rounding noise (about 1e-13, checked below), which
-// differs with the summation order; they stay within 1e-6 of each other.
+// shift of a row's scores, so they do not change the model's function, their
+// exact gradient is zero and what the float gradient holds is rounding noise
+// (below 1e-9, checked), which differs with the summation order. Their values
+// are that noise integrated by AdamW: both runs must keep them below 1e-5.
 void check_same_checkpoint(const fs::path& a, const fs::path& b, double relative) {
   SafetensorsFile x = load_safetensors((a / "checkpoint.safetensors").string());
   SafetensorsFile y = load_safetensors((b / "checkpoint.safetensors").string());
@@ -172,16 +173,18 @@ void check_same_checkpoint(const fs::path& a, const fs::path& b, double relative
     REQUIRE(name == y.tensors[i].first);
     auto u = x.tensors[i].second.to_vector<double>(), v = y.tensors[i].second.to_vector<double>();
     REQUIRE(u.size() == v.size());
-    double difference = 0, largest = 0;
+    double difference = 0, largest = 0, largest_other = 0;
     for (size_t j = 0; j < u.size(); ++j) {
       difference = std::max(difference, std::abs(u[j] - v[j]));
       largest = std::max(largest, std::abs(u[j]));
+      largest_other = std::max(largest_other, std::abs(v[j]));
     }
     INFO(name << ": max |a - b| " << difference << ", max |a| " << largest);
     const bool noise_only = name.size() > 7 && name.compare(name.size() - 7, 7, ".k.bias") == 0;
     if (noise_only) {
-      CHECK(difference <= 1e-6);
-      if (name.rfind("optim.exp_avg.", 0) == 0) CHECK(largest <= 1e-9);
+      const double bound = name.rfind("optim.", 0) == 0 ? 1e-9 : 1e-5;  // exp_avg_sq is ~1e-25
+      CHECK(largest <= bound);
+      CHECK(largest_other <= bound);
       continue;
     }
     const bool state = name.rfind("optim.", 0) == 0;
