@@ -41,6 +41,11 @@ struct TrainOptions {
   bool resume = false;
   int64_t stop_at = 0;           // > 0: stop after this step, as if interrupted (tests)
   bool detect_anomaly = false;   // check every op's output and gradient for NaN/Inf (slow; not saved in config.json)
+  // Data parallelism (hkt-train under mpirun, docs/ARCHITECTURE.md); none of
+  // these change the results, so config.json does not hold them.
+  double collective_timeout = 300;  // seconds a collective may block before the job is aborted
+  double bucket_mb = 4;             // gradient all-reduce bucket size
+  int64_t test_die_at_step = 0;     // > 0: the last of several ranks dies at this step (tests)
 };
 
 // The options as written to OUT/config.json, and back (for --resume DIR);

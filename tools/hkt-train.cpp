@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "engine/device_choice.h"
+#include "distributed/communicator.h"
 #include "models/cli.h"
 #include "models/data/dataset.h"
 #include "models/json.h"
@@ -51,11 +52,25 @@ cli::Flags declare_flags() {
   flags.add("stop-at", "0", "stop after this step as if interrupted (for tests)");
   // Reliability (docs/RELIABILITY.md); allowed beside --resume.
   flags.add_switch("detect-anomaly", "stop at the first op whose output or gradient holds NaN/Inf, naming it (slow)");
+  // Data parallelism: start under mpirun (README "Data-parallel training").
+  flags.add("collective-timeout", "300", "seconds an all-reduce may wait for the other ranks before the job aborts");
+  flags.add("bucket-mb", "4", "gradient all-reduce bucket size in MB");
+  flags.add("test-die-at-step", "0", "the last of several ranks kills itself at this step (for tests)");
   return flags;
 }
 
+// The data-parallel flags, which may also be given with --resume.
+void read_parallel_flags(const cli::Flags& flags, models::TrainOptions& o) {
+  o.collective_timeout = flags.get_double("collective-timeout");
+  o.bucket_mb = flags.get_double("bucket-mb");
+  o.test_die_at_step = flags.get_int("test-die-at-step");
+  hkt::check(o.collective_timeout > 0, "hkt-train: --collective-timeout must be positive");
+  hkt::check(o.bucket_mb > 0, "hkt-train: --bucket-mb must be positive");
+}
+
 // --resume DIR: the run's own options, from DIR/config.json; only the thread
-// count and --stop-at may be given beside it (anything else would change the run).
+// count, --stop-at and the data-parallel flags may be given beside it
+// (anything else would change the run).
 models::TrainOptions resumed_options(const cli::Flags& flags) {
   const std::string folder = flags.get("resume");
   for (const char* flag : {"task", "data", "model", "d-model", "layers", "heads", "d-ff", "levels", "stride",
@@ -77,6 +92,7 @@ models::TrainOptions resumed_options(const cli::Flags& flags) {
   if (flags.was_given("device")) o.device = dispatch::parse_device(flags.get("device"));
   o.stop_at = flags.get_int("stop-at");
   o.detect_anomaly = flags.get_bool("detect-anomaly");
+  read_parallel_flags(flags, o);
   return o;
 }
 
@@ -121,6 +137,7 @@ models::TrainOptions to_options(const cli::Flags& flags) {
   o.stop_at = flags.get_int("stop-at");
   o.device = dispatch::parse_device(flags.get("device"));
   o.detect_anomaly = flags.get_bool("detect-anomaly");
+  read_parallel_flags(flags, o);
   hkt::check(o.log_every >= 1, "hkt-train: --log-every must be at least 1");
   hkt::check(o.threads >= 0, "hkt-train: --threads must be non-negative");
   return o;
@@ -130,6 +147,10 @@ models::TrainOptions to_options(const cli::Flags& flags) {
 
 int main(int argc, char** argv) {
   cli::Flags flags = declare_flags();
+  // Under mpirun, rank 0 alone prints; an error on any rank ends them all
+  // (the others would otherwise wait for it in the next all-reduce).
+  distributed::Communicator& world = distributed::world();
+  if (world.rank() != 0 && !std::freopen("/dev/null", "w", stdout)) return 1;
   models::TrainOptions options;
   try {
     if (!flags.parse(argc, argv)) return 0;
@@ -137,6 +158,7 @@ int main(int argc, char** argv) {
     dispatch::require_device(options.device);  // a missing GPU is a usage error, before any output
   } catch (const std::exception& error) {
     std::fprintf(stderr, "%s\n", error.what());
+    world.abort(2);
     return 2;
   }
   try {
@@ -145,7 +167,9 @@ int main(int argc, char** argv) {
     return 0;
   } catch (const std::exception& error) {
     std::fflush(stdout);
-    std::fprintf(stderr, "hkt-train: %s\n", error.what());
+    if (world.size() > 1) std::fprintf(stderr, "hkt-train: rank %d: %s\n", world.rank(), error.what());
+    else std::fprintf(stderr, "hkt-train: %s\n", error.what());
+    world.abort(1);
     return 1;
   }
 }
