@@ -133,7 +133,36 @@ int run_heatmap(const cli::Flags& flags) {
                   static_cast<long long>(maps[block].lengths[static_cast<size_t>(example)]),
                   static_cast<long long>(maps[block].heads), static_cast<long long>(maps[block].levels));
   }
-  if (flags.get_bool("json")) print_json(Json::object({{"files", files}}));
+  // λ and β are what the heat maps cannot show: how the levels and the
+  // convolution branch are weighted per head.
+  Json mixing = Json::array();
+  std::string table = "block  head  " ;
+  for (int64_t l = 0; l < (maps.empty() ? 0 : maps[0].levels); ++l) table += "  lambda_" + std::to_string(l);
+  table += "      beta\n";
+  for (size_t block = 0; block < maps.size(); ++block) {
+    const BlockAttention& m = maps[block];
+    for (int64_t h = 0; h < m.heads; ++h) {
+      Json lambdas = Json::array();
+      char cell[64];
+      std::snprintf(cell, sizeof cell, "%-5zu  %-4lld  ", block, static_cast<long long>(h));
+      table += cell;
+      for (int64_t l = 0; l < m.levels; ++l) {
+        const double lambda = m.level_weights[static_cast<size_t>(h * m.levels + l)];
+        lambdas.push_back(lambda);
+        std::snprintf(cell, sizeof cell, "%10.4f", lambda);
+        table += cell;
+      }
+      std::snprintf(cell, sizeof cell, "%10.4f\n", m.gates[static_cast<size_t>(h)]);
+      table += cell;
+      mixing.push_back(Json::object({{"block", static_cast<int64_t>(block)}, {"head", h}, {"lambda", lambdas},
+                                     {"beta", m.gates[static_cast<size_t>(h)]}}));
+    }
+  }
+  if (flags.get_bool("json")) {
+    print_json(Json::object({{"files", files}, {"mixing", mixing}}));
+  } else {
+    std::printf("level weights lambda (softmax of level_logits) and gate beta per block and head:\n%s", table.c_str());
+  }
   return 0;
 }
 
@@ -189,6 +218,7 @@ std::map<std::string, Subcommand> subcommands() {
                       f.add("out", "", "output folder (attention_block<i>.png)");
                     },
                     run_heatmap, {"run", "out"}};
+  all["attention"] = all["heatmap"];  // the name for it; both stay
   all["analysis"] = {"score kurtosis (Mardia), symmetric/antisymmetric split of Wq Wk^T, score cost vs the bound",
                      [](cli::Flags& f) {
                        declare_common(f, "8");
