@@ -1,6 +1,6 @@
 #pragma once
-// Tiny ListOps training runs for the reliability tests (crash safety,
-// determinism, anomaly mode): the data, the options and ways to compare runs.
+// Tiny ListOps training runs for the tests that run hkt-train (training,
+// crash safety, determinism, anomaly mode, data parallelism): the data, the options and ways to compare runs.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -28,9 +28,10 @@ inline std::string metrics_without_timing(const std::filesystem::path& path) {
 }
 
 // Tiny ListOps splits (train.tsv, val.tsv) in `folder`.
-inline void write_tiny_listops(const std::filesystem::path& folder) {
-  Generator generator(5);
-  const std::pair<const char*, int64_t> splits[] = {{"train.tsv", 96}, {"val.tsv", 24}};
+inline void write_tiny_listops(const std::filesystem::path& folder, uint64_t seed = 5, int64_t train = 96,
+                               int64_t val = 24) {
+  Generator generator(seed);
+  const std::pair<const char*, int64_t> splits[] = {{"train.tsv", train}, {"val.tsv", val}};
   for (auto [name, count] : splits) {
     data::ListOpsOptions options;
     options.count = count;

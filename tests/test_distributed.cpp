@@ -23,6 +23,7 @@
 #include "models/json.h"
 #include "models/safetensors.h"
 #include "tests/data_test_util.h"
+#include "tests/run_test_util.h"
 
 using namespace hkt;
 namespace fs = std::filesystem;
@@ -62,12 +63,7 @@ Tensor parameter(const std::vector<float>& values) {
   return p;
 }
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::read_text;
 
 // ---- hkt-train under mpirun ------------------------------------------------
 
@@ -113,19 +109,7 @@ Outcome run_train(int ranks, const std::string& arguments, const fs::path& log,
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, seconds, read_text(log)};
 }
 
-void write_listops(const fs::path& folder) {
-  Generator generator(11);
-  const std::pair<const char*, int64_t> splits[] = {{"train.tsv", 140}, {"val.tsv", 21}};
-  for (auto [name, count] : splits) {
-    data::ListOpsOptions options;
-    options.count = count;
-    options.min_len = 5;
-    options.max_len = 24;
-    options.max_depth = 3;
-    options.max_args = 4;
-    data::write_listops_tsv((folder / name).string(), data::generate_listops_examples(generator, options));
-  }
-}
+void write_listops(const fs::path& folder) { testing::write_tiny_listops(folder, 11, 140, 21); }
 
 std::string tiny_run(const fs::path& data, int64_t batch, int64_t steps, int64_t eval_every = 5) {
   return "--task listops --data " + data.string() + " --seq-len 24 --d-model 16 --layers 1 --heads 2 --d-ff 16 " +

@@ -13,66 +13,22 @@
 #include "models/training.h"
 #include "tests/data_test_util.h"
 #include "tests/gradcheck.h"
+#include "tests/run_test_util.h"
 
 using namespace hkt;
 using namespace hkt::models;
 
 namespace {
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using testing::metrics_without_timing;
+using testing::read_text;
 
-// The metrics without their wall-clock field, which no two runs share.
-std::string metrics_without_timing(const std::filesystem::path& path) {
-  return std::regex_replace(read_text(path), std::regex(",\"step_ms\":[0-9.e+-]+"), "");
-}
-
-// Tiny ListOps splits in `folder`.
-void write_listops(const std::filesystem::path& folder) {
-  Generator generator(5);
-  const std::pair<const char*, int64_t> splits[] = {{"train.tsv", 96}, {"val.tsv", 24}};
-  for (auto [name, count] : splits) {
-    data::ListOpsOptions options;
-    options.count = count;
-    options.min_len = 5;
-    options.max_len = 24;
-    options.max_depth = 3;
-    options.max_args = 4;
-    data::write_listops_tsv((folder / name).string(), data::generate_listops_examples(generator, options));
-  }
-}
-
+void write_listops(const std::filesystem::path& folder) { testing::write_tiny_listops(folder); }
 TrainOptions tiny_run(const std::filesystem::path& data, const std::filesystem::path& out) {
-  TrainOptions o;
-  o.task = "listops";
-  o.data = data.string();
-  o.out = out.string();
-  o.seq_len = 24;
-  o.model.d_model = 16;
-  o.model.n_layers = 1;
-  o.model.n_heads = 2;
-  o.model.d_ff = 16;
-  o.model.levels = 3;
-  o.batch = 8;
-  o.steps = 6;
-  o.log_every = 1;
-  o.eval_every = 3;
-  o.eval_batches = 1;
-  o.checkpoint_every = 2;
-  o.threads = 1;
-  o.seed = 3;
-  o.lr = 3e-3;
-  return o;
+  return testing::tiny_run_options(data, out);
 }
-
 int run_tool(const std::string& arguments, const std::filesystem::path& output) {
-  std::string command = std::string(HKT_BINARY_DIR) + "/hkt-train " + arguments + " > " + output.string() + " 2>&1";
-  int status = std::system(command.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return testing::run_hkt_train(arguments, output);
 }
 
 }  // namespace
