@@ -367,7 +367,10 @@ inspect_runs() {
   if [ -x $build/hkt-plot ]; then
     for dir in listops listops-ablation fmnist; do
       [ -d "$RESULTS/$dir" ] || continue
-      ./$build/hkt-plot --out "$RESULTS/$dir.png" "$RESULTS/$dir"/*-seed*/ || echo "hkt-plot failed on $dir"
+      local runs labels
+      runs=$(ls -d "$RESULTS/$dir"/*-seed*/ | sed 's:/$::' | paste -sd, -)
+      labels=$(for r in ${runs//,/ }; do basename "$r"; done | paste -sd, -)
+      ./$build/hkt-plot --runs "$runs" --labels "$labels" --out "$RESULTS/$dir.png" || echo "hkt-plot failed on $dir"
     done
   else
     echo "note: $build/hkt-plot not built (issue 6); no curve PNGs drawn"
@@ -375,7 +378,7 @@ inspect_runs() {
   if [ -x $build/hkt-inspect ]; then
     for dir in "$RESULTS"/listops/*-seed0; do
       [ -f "$dir/checkpoint.safetensors" ] || continue
-      ./$build/hkt-inspect analysis "$dir/checkpoint.safetensors" --data "$listops_data" >"$dir/analysis.txt" 2>&1 ||
+      ./$build/hkt-inspect analysis --run "$dir" --threads "$THREADS" >"$dir/analysis.txt" 2>&1 ||
         echo "hkt-inspect analysis failed on $dir (see $dir/analysis.txt)"
     done
   else
