@@ -2,6 +2,7 @@
 // (a conversion is not arithmetic, so float64 is allowed here).
 #include "cuda/kernel_util.cuh"
 #include "engine/dispatch.h"
+#include "ops/common.h"
 #include "ops/copy.h"
 
 namespace hkt::cuda {
@@ -10,16 +11,6 @@ namespace {
 template <class From, class To>
 __global__ void cast_kernel(const From* x, To* out, int64_t n) {
   HKT_CUDA_LOOP(i, n) out[i] = static_cast<To>(x[i]);
-}
-
-template <class Fn>
-void visit_any(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::Float32: fn(float{}); return;
-    case DType::Float64: fn(double{}); return;
-    case DType::Int32: fn(int32_t{}); return;
-    case DType::Int64: fn(int64_t{}); return;
-  }
 }
 
 void cast_cuda(const Tensor& x, Tensor& out) {

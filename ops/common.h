@@ -23,6 +23,18 @@ void visit_floating(const char* op, DType dtype, Fn&& fn) {
   }
 }
 
+// Calls fn(T{}) with T the C++ type of any dtype (casts, masks that may be
+// bool-like integers or floats).
+template <class Fn>
+void visit_any(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::Float32: fn(float{}); return;
+    case DType::Float64: fn(double{}); return;
+    case DType::Int32: fn(int32_t{}); return;
+    case DType::Int64: fn(int64_t{}); return;
+  }
+}
+
 // Calls fn(I{}) with I = int32_t or int64_t for an index tensor.
 template <class Fn>
 void visit_index(const char* op, DType dtype, Fn&& fn) {

@@ -16,23 +16,10 @@ void cast_loop(const Tensor& x, Tensor& out) {
   for (int64_t i = 0; i < n; ++i) po[i] = static_cast<To>(px[i]);
 }
 
-template <class From>
-void cast_from(const Tensor& x, Tensor& out) {
-  switch (out.dtype()) {
-    case DType::Float32: cast_loop<From, float>(x, out); break;
-    case DType::Float64: cast_loop<From, double>(x, out); break;
-    case DType::Int32: cast_loop<From, int32_t>(x, out); break;
-    case DType::Int64: cast_loop<From, int64_t>(x, out); break;
-  }
-}
-
 void cast_cpu(const Tensor& x, Tensor& out) {
-  switch (x.dtype()) {
-    case DType::Float32: cast_from<float>(x, out); break;
-    case DType::Float64: cast_from<double>(x, out); break;
-    case DType::Int32: cast_from<int32_t>(x, out); break;
-    case DType::Int64: cast_from<int64_t>(x, out); break;
-  }
+  visit_any(x.dtype(), [&](auto from_tag) {
+    visit_any(out.dtype(), [&](auto to_tag) { cast_loop<decltype(from_tag), decltype(to_tag)>(x, out); });
+  });
 }
 
 HKT_REGISTER_KERNEL("cast", DeviceType::CPU, cast_cpu);

@@ -13,17 +13,6 @@ namespace hkt {
 
 namespace {
 
-// Calls fn(M{}) with M the C++ type of any dtype (masks may be bool-like
-// integers or floats).
-template <class Fn>
-void visit_any(DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::Float32: fn(float{}); return;
-    case DType::Float64: fn(double{}); return;
-    case DType::Int32: fn(int32_t{}); return;
-    case DType::Int64: fn(int64_t{}); return;
-  }
-}
 
 }  // namespace
 

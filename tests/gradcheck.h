@@ -9,7 +9,9 @@
 // difference (loss(x + ε) − loss(x − ε)) / 2ε.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <functional>
 #include <vector>
 
@@ -131,6 +133,24 @@ inline double relative_diff(const Tensor& a, const Tensor& b) {
   double scale = 0;
   for (double x : b.to_vector<double>()) scale = std::max(scale, std::abs(x));
   return max_abs_diff(a, b) / std::max(scale, 1e-2);
+}
+
+// CHECKs max |actual − expected| / max |expected| ≤ tolerance, on the CPU in
+// float64, the denominator at least 0.1: gradients that are zero in theory
+// (a single key: P = 1, dS = 0) are float32 rounding noise on both sides. A
+// NaN in actual fails. Prints both numbers on failure.
+inline void check_close(const std::string& what, const Tensor& actual, const Tensor& expected, double tolerance) {
+  const auto a = actual.to(Device::cpu()).to(DType::Float64).to_vector<double>();
+  const auto e = expected.to(Device::cpu()).to(DType::Float64).to_vector<double>();
+  REQUIRE(a.size() == e.size());
+  double scale = 0.1, worst = 0;
+  for (size_t n = 0; n < e.size(); ++n) {
+    scale = std::max(scale, std::abs(e[n]));
+    worst = std::max(worst, std::isnan(a[n]) ? INFINITY : std::abs(a[n] - e[n]));
+  }
+  const double diff = worst / scale;
+  INFO(what << ": relative difference " << diff << ", tolerance " << tolerance);
+  CHECK(diff <= tolerance);
 }
 
 }  // namespace hkt::testing

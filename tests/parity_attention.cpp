@@ -13,9 +13,6 @@
 #include <string>
 #include <vector>
 
-#ifdef HKT_WITH_CUDA
-#include <cuda_runtime.h>
-#endif
 
 #include "engine/dispatch.h"
 #include "ops/attention.h"
@@ -29,6 +26,7 @@
 #include "tests/parity_util.h"
 
 using namespace hkt;
+using hkt::testing::check_close;
 using hkt::testing::lengths_tensor;
 using hkt::testing::random_tensor;
 
@@ -37,34 +35,9 @@ namespace {
 const Device kCpu = Device::cpu();
 const Device kCuda = Device::cuda(0);
 
-// The CUDA kernels run on a non-blocking stream; wait for it before reading results back.
-void synchronize() {
-#ifdef HKT_WITH_CUDA
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-#endif
-}
-
-Tensor host(const Tensor& t) {
-  synchronize();
-  return t.to(kCpu);
-}
-
-// max |actual − expected| over max |expected|, the denominator at least 0.1:
-// gradients that are zero in theory (a single key: P = 1, dS = 0) are float32
-// rounding noise on both sides. Prints both numbers on failure.
-void check_close(const std::string& what, const Tensor& actual, const Tensor& expected, double tolerance) {
-  const auto a = host(actual).to(DType::Float64).to_vector<double>();
-  const auto e = expected.to(Device::cpu()).to(DType::Float64).to_vector<double>();
-  REQUIRE(a.size() == e.size());
-  double scale = 0.1, worst = 0;
-  for (size_t n = 0; n < e.size(); ++n) {
-    scale = std::max(scale, std::abs(e[n]));
-    worst = std::max(worst, std::isnan(a[n]) ? INFINITY : std::abs(a[n] - e[n]));
-  }
-  const double diff = worst / scale;
-  INFO(what << ": relative difference " << diff << ", tolerance " << tolerance);
-  CHECK(diff <= tolerance);
-}
+// A copy to the host waits for the device's stream (cuda/device.cu), so the
+// kernels queued before it have finished.
+Tensor host(const Tensor& t) { return t.to(kCpu); }
 
 std::string describe(int64_t length, int64_t head_dim, bool causal, const std::vector<int64_t>& lengths) {
   std::ostringstream text;

@@ -24,6 +24,7 @@
 #include "cuda/multiscale_attention_kernels.cuh"
 
 using namespace hkt;
+using hkt::testing::check_close;
 using namespace hkt::cuda_attention;
 using hkt::emulation::launch;
 using hkt::testing::random_tensor;
@@ -38,23 +39,6 @@ Tensor unwritten(const Shape& shape, DType dtype = DType::Float32) { return Tens
 
 const float* in(const Tensor& t) { return t.data<float>(); }
 float* out(const Tensor& t) { return t.data<float>(); }
-
-// max |actual − expected| over max |expected|, the denominator at least 0.1:
-// gradients that are zero in theory (a single key: P = 1, dS = 0) are float32
-// rounding noise on both sides. Prints both numbers on failure.
-void check_close(const std::string& what, const Tensor& actual, const Tensor& expected, double tolerance) {
-  const auto a = actual.to(DType::Float64).to_vector<double>();
-  const auto e = expected.to(Device::cpu()).to(DType::Float64).to_vector<double>();
-  REQUIRE(a.size() == e.size());
-  double scale = 0.1, worst = 0;
-  for (size_t n = 0; n < e.size(); ++n) {
-    scale = std::max(scale, std::abs(e[n]));
-    worst = std::max(worst, std::isnan(a[n]) ? INFINITY : std::abs(a[n] - e[n]));
-  }
-  const double diff = worst / scale;
-  INFO(what << ": relative difference " << diff << ", tolerance " << tolerance);
-  CHECK(diff <= tolerance);
-}
 
 AttentionDims dims_of(const Tensor& like, bool causal) {
   AttentionDims dims;
