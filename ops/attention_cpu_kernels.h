@@ -1,0 +1,484 @@
+#pragma once
+// The fused attention kernels on the CPU, written once over a traits type S
+// (ops/attention_simd.h) and instantiated by each ISA translation unit.
+// MHA is the multi-scale op with one level and λ = 1.
+//
+// Forward (FlashAttention-2's plan): one task per (batch, head, query tile).
+// For each key tile, every level's coarse score tile C_l = q_l k_lᵀ/√dh is a
+// register-blocked GEMM against keys packed transposed; coarse tiles are
+// causally masked in coarse space (column b > row a is 0) and added to the
+// fine tile S through the key map with one permute per vector. An online
+// softmax folds S into the output: O += P·V is another GEMM.
+//
+// Backward: P = exp(S − lse), dP = dO·Vᵀ, dS = P ⊙ (dP − D) per tile; then
+// dV += Pᵀ·dO, dK₀ += λ₀ dSᵀ·Q₀/√dh, dQ₀ += λ₀ dS·K₀/√dh, and for l ≥ 1 the
+// tile's dS pooled onto coarse rows (vector adds) and columns (through the
+// key map), P_l, with dλ_l += Σ P_l ⊙ C_l and the coarse gradients as GEMMs.
+// Tasks are (batch, head, key chunk): a chunk owns its key tiles' dK₀ and dV
+// rows; the gradients that several chunks touch (every dQ_l, dK_l for l ≥ 1)
+// go to a buffer per chunk, summed in chunk order afterwards. The chunk count
+// depends on the problem only, never on the thread count, so results are
+// bitwise the same for any number of threads.
+#include <algorithm>
+
+#include "ops/attention_cpu.h"
+#include "ops/attention_simd.h"
+
+namespace hkt::attention_cpu {
+namespace {
+
+// A zero-initialised array owned by one thread (no std::vector here: its
+// out-of-line members would be emitted under this file's -m flags).
+template <class T>
+struct Buffer {
+  T* data = nullptr;
+  explicit Buffer(int64_t count) : data(count > 0 ? new T[static_cast<size_t>(count)]() : nullptr) {}
+  ~Buffer() { delete[] data; }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+};
+
+inline int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+inline int64_t key_limit(int64_t i, int64_t valid, bool causal) { return causal ? std::min(valid, i + 1) : valid; }
+
+// Where one level's coarse tile sits for the current fine tile.
+struct CoarseTile {
+  int64_t row0 = 0, rows = 0;    // coarse query rows [row0, row0 + rows); rows ≤ 0: none complete yet
+  int64_t col0 = 0, cols = 0;    // coarse key rows [col0, col0 + cols)
+  int64_t padded = 0;            // cols rounded up to the vector width
+};
+
+// The per-thread state: packed keys and values, score tiles, coarse tiles,
+// and the key map of the current key tile per level.
+template <class S>
+struct Workspace {
+  using T = typename S::T;
+  const Problem& p;
+  const int64_t dh, np, ld;  // head width; tile columns padded to W; coarse row stride (np + W for permute windows)
+  Buffer<T> keys_t, values_t, coarse, scores, grads, acc, pooled, level_grad, row_max, row_sum, delta;
+  Buffer<int32_t> column, window_base, window_index;
+  Buffer<CoarseTile> tiles;
+  // The current (batch, head).
+  Buffer<const T*> q, k;
+  Buffer<T> weight;
+  const T* v = nullptr;
+  int64_t valid = 0;
+
+  explicit Workspace(const Problem& problem, bool backward)
+      : p(problem),
+        dh(problem.head_dim),
+        np(round_up(problem.tile, S::W)),
+        ld(np + S::W),
+        keys_t(problem.levels * problem.head_dim * np),
+        values_t(backward ? problem.head_dim * np : 0),
+        coarse(problem.levels * (problem.tile + 1) * ld),
+        scores(problem.tile * np),
+        grads(backward ? problem.tile * np : 0),
+        acc(backward ? 0 : problem.tile * problem.head_dim),
+        pooled(backward ? (problem.tile + 1) * np : 0),
+        level_grad(backward ? (problem.tile + 1) * np : 0),
+        row_max(problem.tile),
+        row_sum(problem.tile),
+        delta(backward ? problem.length : 0),
+        column(problem.levels * np),
+        window_base(problem.levels * (np / S::W)),
+        window_index(problem.levels * np),
+        tiles(problem.levels),
+        q(problem.levels),
+        k(problem.levels),
+        weight(problem.levels) {}
+
+  T* level_keys(int64_t l) { return keys_t.data + l * dh * np; }
+  T* level_coarse(int64_t l) { return coarse.data + l * (p.tile + 1) * ld; }
+
+  int64_t query_index(int64_t l, int64_t i) const {
+    const int64_t block = p.level_block[l];
+    return p.causal ? (i + 1) / block - 1 : i / block;
+  }
+
+  void bind_head(const ForwardArgs<T>& args, int64_t head_index) {
+    for (int64_t l = 0; l < p.levels; ++l) {
+      q.data[l] = args.queries[l] + head_index * p.level_rows[l] * dh;
+      k.data[l] = args.keys[l] + head_index * p.level_rows[l] * dh;
+      weight.data[l] = args.level_weights ? args.level_weights[(head_index % p.heads) * p.levels + l] : T(1);
+    }
+    v = args.values + head_index * p.length * dh;
+    valid = p.lengths[head_index / p.heads];
+  }
+};
+
+// out[d · ld + c] = rows[c · dh + d] for c < count, 0 for count ≤ c < ld.
+template <class T>
+void pack_transposed(const T* rows, int64_t count, int64_t dh, int64_t ld, T* out) {
+  for (int64_t d = 0; d < dh; ++d) {
+    T* line = out + d * ld;
+    for (int64_t c = 0; c < count; ++c) line[c] = rows[c * dh + d];
+    std::fill(line + count, line + ld, T(0));
+  }
+}
+
+// Each level's coarse keys for fine keys [j0, j1), packed transposed, and the
+// key map: fine column c of the tile reads coarse column column[c]; a vector
+// of W fine columns starting at c0 = v·W reads the W coarse values from
+// window_base[v] on, permuted by window_index[c0 …].
+template <class S>
+void load_keys(Workspace<S>& w, int64_t j0, int64_t j1) {
+  const Problem& p = w.p;
+  for (int64_t l = 0; l < p.levels; ++l) {
+    CoarseTile& t = w.tiles.data[l];
+    const int64_t block = p.level_block[l];
+    t.col0 = j0 / block;
+    t.cols = (j1 - 1) / block - t.col0 + 1;
+    t.padded = round_up(t.cols, S::W);
+    pack_transposed(w.k.data[l] + t.col0 * w.dh, t.cols, w.dh, w.np, w.level_keys(l));
+    if (l == 0) continue;
+    int32_t* column = w.column.data + l * w.np;
+    for (int64_t c = 0; c < w.np; ++c)
+      column[c] = static_cast<int32_t>(std::min((j0 + c) / block - t.col0, t.cols - 1));
+    for (int64_t v = 0; v < w.np / S::W; ++v) {
+      const int32_t base = column[v * S::W];
+      w.window_base.data[l * (w.np / S::W) + v] = base;
+      for (int64_t lane = 0; lane < S::W; ++lane)
+        w.window_index.data[l * w.np + v * S::W + lane] = column[v * S::W + lane] - base;
+    }
+  }
+}
+
+// The fused scores of queries [i0, i1) × the loaded key tile into
+// w.scores[r · np + c], scale and λ included. With keep_fine_level, level 0's
+// unweighted C₀ stays in its coarse slot for the backward's dλ₀; coarse levels
+// always stay there (masked), with their extents in w.tiles.
+template <class S>
+void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale, bool keep_fine_level) {
+  using T = typename S::T;
+  const Problem& p = w.p;
+  const int64_t rows = i1 - i0, np = w.np, dh = w.dh;
+  CoarseTile& fine = w.tiles.data[0];
+  fine.row0 = i0;
+  fine.rows = rows;
+  if (!keep_fine_level) {
+    gemm<S>(rows, np, dh, {w.q.data[0] + i0 * dh, dh, 1}, w.level_keys(0), np, w.scores.data, np,
+            scale * w.weight.data[0], false);
+  } else {
+    T* c0 = w.level_coarse(0);
+    gemm<S>(rows, np, dh, {w.q.data[0] + i0 * dh, dh, 1}, w.level_keys(0), np, c0, w.ld, scale, false);
+    const auto lambda = S::set1(w.weight.data[0]);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < np; c += S::W) S::store(w.scores.data + r * np + c, S::mul(lambda, S::load(c0 + r * w.ld + c)));
+  }
+  for (int64_t l = 1; l < p.levels; ++l) {
+    CoarseTile& t = w.tiles.data[l];
+    t.row0 = std::max<int64_t>(0, w.query_index(l, i0));
+    t.rows = w.query_index(l, i1 - 1) - t.row0 + 1;
+    if (t.rows <= 0) continue;
+    T* coarse = w.level_coarse(l);
+    gemm<S>(t.rows, t.padded, dh, {w.q.data[l] + t.row0 * dh, dh, 1}, w.level_keys(l), np, coarse, w.ld, scale,
+            false);
+    if (p.causal)  // term l is allowed only where coarse key ≤ coarse query
+      for (int64_t a = 0; a < t.rows; ++a) {
+        const int64_t first_masked = std::clamp<int64_t>(t.row0 + a - t.col0 + 1, 0, t.padded);
+        std::fill(coarse + a * w.ld + first_masked, coarse + a * w.ld + t.padded, T(0));
+      }
+    const auto lambda = S::set1(w.weight.data[l]);
+    const int32_t* base = w.window_base.data + l * (np / S::W);
+    const int32_t* index = w.window_index.data + l * np;
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t a = w.query_index(l, i0 + r);
+      if (a < 0) continue;
+      const T* coarse_row = coarse + (a - t.row0) * w.ld;
+      T* row = w.scores.data + r * np;
+      for (int64_t v = 0; v < np / S::W; ++v) {
+        const auto expanded = S::permute(coarse_row + base[v], S::load_index(index + v * S::W));
+        S::store(row + v * S::W, S::fmadd(lambda, expanded, S::load(row + v * S::W)));
+      }
+    }
+  }
+}
+
+// ---- forward -------------------------------------------------------------------
+
+template <class S>
+void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, int64_t head_index, int64_t i0) {
+  using T = typename S::T;
+  using V = typename S::V;
+  const Problem& p = w.p;
+  const int64_t dh = w.dh, np = w.np, i1 = std::min(p.length, i0 + p.tile), rows = i1 - i0;
+  const T scale = T(1) / std::sqrt(T(dh));
+  w.bind_head(args, head_index);
+  std::fill(w.acc.data, w.acc.data + rows * dh, T(0));
+  std::fill(w.row_max.data, w.row_max.data + rows, -std::numeric_limits<T>::infinity());
+  std::fill(w.row_sum.data, w.row_sum.data + rows, T(0));
+  const int64_t key_end = key_limit(i1 - 1, w.valid, p.causal);
+  for (int64_t j0 = 0; j0 < key_end; j0 += p.tile) {
+    const int64_t j1 = std::min(key_end, j0 + p.tile);
+    load_keys(w, j0, j1);
+    fused_scores(w, i0, i1, scale, false);
+    // Online softmax: m' = max(m, max_c s_c), l' = l·e^(m−m') + Σ e^(s−m'), O' = O·e^(m−m') + P·V.
+    for (int64_t r = 0; r < rows; ++r) {
+      T* s = w.scores.data + r * np;
+      const int64_t count = std::min(key_limit(i0 + r, w.valid, p.causal), j1) - j0;
+      if (count <= 0) {
+        std::fill(s, s + np, T(0));
+        continue;
+      }
+      V tile_max = S::set1(-std::numeric_limits<T>::infinity());
+      for (int64_t c = 0; c < count; c += S::W)
+        tile_max = S::max(tile_max, S::keep_first(S::load(s + c), count - c, -std::numeric_limits<T>::infinity()));
+      const T new_max = std::max(w.row_max.data[r], S::reduce_max(tile_max));
+      const T correction = std::exp(w.row_max.data[r] - new_max);  // 0 on the first tile (m = −inf)
+      if (correction != T(1)) {
+        w.row_sum.data[r] *= correction;
+        T* o = w.acc.data + r * dh;
+        for (int64_t d = 0; d < dh; d += S::W) S::store(o + d, S::mul(S::set1(correction), S::load(o + d)));
+      }
+      w.row_max.data[r] = new_max;
+      const V shift = S::set1(new_max);
+      V total = S::zero();
+      for (int64_t c = 0; c < np; c += S::W) {
+        const V e = S::keep_first(S::exp(S::sub(S::load(s + c), shift)), count - c, T(0));
+        S::store(s + c, e);
+        total = S::add(total, e);
+      }
+      w.row_sum.data[r] += S::reduce_add(total);
+    }
+    gemm<S>(rows, dh, j1 - j0, {w.scores.data, np, 1}, w.v + j0 * dh, dh, w.acc.data, dh, T(1), true);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = i0 + r;
+    const V inverse = S::set1(T(1) / w.row_sum.data[r]);
+    T* out = args.out + (head_index * p.length + i) * dh;
+    for (int64_t d = 0; d < dh; d += S::W) S::store(out + d, S::mul(inverse, S::load(w.acc.data + r * dh + d)));
+    args.log_sum_exp[head_index * p.length + i] = w.row_max.data[r] + std::log(w.row_sum.data[r]);
+  }
+}
+
+template <class S>
+void forward(const Problem& p, const ForwardArgs<typename S::T>& args) {
+  const int64_t query_tiles = (p.length + p.tile - 1) / p.tile, tasks = p.batch * p.heads * query_tiles;
+#pragma omp parallel if (p.parallel)
+  {
+    Workspace<S> w(p, false);
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < tasks; ++task)
+      forward_task(w, args, task / query_tiles, (task % query_tiles) * p.tile);
+  }
+}
+
+// ---- backward ------------------------------------------------------------------
+
+// Where one backward task adds its gradients: per level, the rows of its head.
+template <class T>
+struct GradientTargets {
+  T** queries;  // [levels]
+  T** keys;     // [levels]; keys[0] and values: rows owned by this task's key tiles
+  T* values;
+  double* level_weights;  // [levels], this task's share of dL/dλ (unused for MHA)
+};
+
+// Pools dS of the tile onto level l's coarse tile: P_l[a, b] = Σ dS[i, j] over
+// fine rows i of coarse row a and fine keys j < j1 of coarse column b, 0 where
+// the term is not allowed.
+template <class S>
+void pool_level(Workspace<S>& w, int64_t l, int64_t i0, int64_t rows, int64_t key_count) {
+  using T = typename S::T;
+  const CoarseTile& t = w.tiles.data[l];
+  const int64_t np = w.np;
+  T* pooled_rows = w.pooled.data;
+  T* pooled = w.level_grad.data;
+  std::fill(pooled_rows, pooled_rows + t.rows * np, T(0));
+  std::fill(pooled, pooled + t.rows * np, T(0));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t a = w.query_index(l, i0 + r);
+    if (a < 0) continue;
+    T* target = pooled_rows + (a - t.row0) * np;
+    const T* source = w.grads.data + r * np;
+    for (int64_t c = 0; c < np; c += S::W) S::store(target + c, S::add(S::load(target + c), S::load(source + c)));
+  }
+  const int32_t* column = w.column.data + l * np;
+  for (int64_t a = 0; a < t.rows; ++a) {
+    const T* source = pooled_rows + a * np;
+    T* target = pooled + a * np;
+    for (int64_t c = 0; c < key_count; ++c) target[column[c]] += source[c];
+    if (w.p.causal) {
+      const int64_t first_masked = std::clamp<int64_t>(t.row0 + a - t.col0 + 1, 0, t.padded);
+      std::fill(target + first_masked, target + t.padded, T(0));
+    }
+  }
+}
+
+// Σ_{r < rows, c < cols} a[r · lda + c] · b[r · ldb + c], cols a multiple of W.
+template <class S>
+double tile_dot(const typename S::T* a, int64_t lda, const typename S::T* b, int64_t ldb, int64_t rows, int64_t cols) {
+  auto total = S::zero();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; c += S::W) total = S::fmadd(S::load(a + r * lda + c), S::load(b + r * ldb + c), total);
+  return static_cast<double>(S::reduce_add(total));
+}
+
+template <class S>
+void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, const GradientTargets<typename S::T>& g,
+                   int64_t head_index, int64_t i0, int64_t j0, int64_t j1) {
+  using T = typename S::T;
+  using V = typename S::V;
+  const Problem& p = w.p;
+  const int64_t dh = w.dh, np = w.np, i1 = std::min(p.length, i0 + p.tile), rows = i1 - i0, kc = j1 - j0;
+  const T scale = T(1) / std::sqrt(T(dh));
+  const bool multiscale = args.forward.level_weights != nullptr;
+  const T* grad_out = args.grad_out + head_index * p.length * dh;
+  const T* lse = args.forward.log_sum_exp + head_index * p.length;
+  fused_scores(w, i0, i1, scale, multiscale);
+  gemm<S>(rows, np, dh, {grad_out + i0 * dh, dh, 1}, w.values_t.data, np, w.grads.data, np, T(1), false);
+  // scores → P = exp(S − lse), 0 at masked keys; grads: dP → dS = P ⊙ (dP − D).
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = i0 + r;
+    const int64_t count = std::max<int64_t>(0, std::min(key_limit(i, w.valid, p.causal), j1) - j0);
+    const V shift = S::set1(lse[i]), delta = S::set1(w.delta.data[i]);
+    T* s = w.scores.data + r * np;
+    T* ds = w.grads.data + r * np;
+    for (int64_t c = 0; c < np; c += S::W) {
+      const V prob = S::keep_first(S::exp(S::sub(S::load(s + c), shift)), count - c, T(0));
+      S::store(s + c, prob);
+      S::store(ds + c, S::mul(prob, S::sub(S::load(ds + c), delta)));
+    }
+  }
+  gemm<S>(kc, dh, rows, {w.scores.data, 1, np}, grad_out + i0 * dh, dh, g.values + j0 * dh, dh, T(1), true);
+  const T fine_alpha = scale * w.weight.data[0];
+  gemm<S>(kc, dh, rows, {w.grads.data, 1, np}, w.q.data[0] + i0 * dh, dh, g.keys[0] + j0 * dh, dh, fine_alpha, true);
+  gemm<S>(rows, dh, kc, {w.grads.data, np, 1}, w.k.data[0] + j0 * dh, dh, g.queries[0] + i0 * dh, dh, fine_alpha,
+          true);
+  if (!multiscale) return;
+  g.level_weights[0] += tile_dot<S>(w.grads.data, np, w.level_coarse(0), w.ld, rows, np);
+  for (int64_t l = 1; l < p.levels; ++l) {
+    const CoarseTile& t = w.tiles.data[l];
+    if (t.rows <= 0) continue;
+    pool_level(w, l, i0, rows, kc);
+    g.level_weights[l] += tile_dot<S>(w.level_grad.data, np, w.level_coarse(l), w.ld, t.rows, t.padded);
+    const T alpha = scale * w.weight.data[l];
+    gemm<S>(t.rows, dh, t.cols, {w.level_grad.data, np, 1}, w.k.data[l] + t.col0 * dh, dh,
+            g.queries[l] + t.row0 * dh, dh, alpha, true);
+    gemm<S>(t.cols, dh, t.rows, {w.level_grad.data, 1, np}, w.q.data[l] + t.row0 * dh, dh, g.keys[l] + t.col0 * dh,
+            dh, alpha, true);
+  }
+}
+
+// Key chunks per (batch, head): enough tasks for the threads of a small
+// batch, decided by the problem alone so results never depend on threads.
+inline int64_t key_chunks(const Problem& p) {
+  const int64_t heads = p.batch * p.heads, key_tiles = (p.length + p.tile - 1) / p.tile;
+  constexpr int64_t kTasks = 8;
+  return std::clamp<int64_t>((kTasks + heads - 1) / heads, 1, key_tiles);
+}
+
+template <class S>
+void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
+  using T = typename S::T;
+  const int64_t heads = p.batch * p.heads, dh = p.head_dim, levels = p.levels;
+  const int64_t key_tiles = (p.length + p.tile - 1) / p.tile, chunks = key_chunks(p), tasks = heads * chunks;
+  // Per (head, chunk) when chunks > 1: every level's dQ_l, then dK_l for l ≥ 1.
+  int64_t shared_rows = 0;
+  for (int64_t l = 0; l < levels; ++l) shared_rows += p.level_rows[l] * (l == 0 ? 1 : 2);
+  Buffer<T> partial(chunks > 1 ? tasks * shared_rows * dh : 0);
+  Buffer<double> level_grads(tasks * levels);
+#pragma omp parallel if (p.parallel)
+  {
+    Workspace<S> w(p, true);
+    Buffer<T*> query_targets(levels), key_targets(levels);
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t head_index = task / chunks, chunk = task % chunks;
+      w.bind_head(args.forward, head_index);
+      T* shared = partial.data + task * shared_rows * dh;
+      for (int64_t l = 0; l < levels; ++l) {
+        const int64_t rows = p.level_rows[l], head_offset = head_index * rows * dh;
+        if (chunks == 1) {
+          query_targets.data[l] = args.grad_queries[l] + head_offset;
+          std::fill(query_targets.data[l], query_targets.data[l] + rows * dh, T(0));
+        } else {
+          query_targets.data[l] = shared;
+          shared += rows * dh;
+        }
+        if (l == 0) {
+          key_targets.data[0] = args.grad_keys[0] + head_offset;
+        } else if (chunks == 1) {
+          key_targets.data[l] = args.grad_keys[l] + head_offset;
+          std::fill(key_targets.data[l], key_targets.data[l] + rows * dh, T(0));
+        } else {
+          key_targets.data[l] = shared;
+          shared += rows * dh;
+        }
+      }
+      const GradientTargets<T> targets{query_targets.data, key_targets.data,
+                                       args.grad_values + head_index * p.length * dh,
+                                       level_grads.data + task * levels};
+      const T* out = args.forward.out + head_index * p.length * dh;
+      const T* grad_out = args.grad_out + head_index * p.length * dh;
+      for (int64_t i = 0; i < p.length; ++i) {
+        auto total = S::zero();
+        for (int64_t d = 0; d < dh; d += S::W)
+          total = S::fmadd(S::load(grad_out + i * dh + d), S::load(out + i * dh + d), total);
+        w.delta.data[i] = S::reduce_add(total);
+      }
+      // Interleaved key tiles: causally the early tiles carry the most work.
+      for (int64_t tile = chunk; tile < key_tiles; tile += chunks) {
+        const int64_t j0 = tile * p.tile, j_end = std::min(p.length, j0 + p.tile);
+        std::fill(targets.keys[0] + j0 * dh, targets.keys[0] + j_end * dh, T(0));
+        std::fill(targets.values + j0 * dh, targets.values + j_end * dh, T(0));
+        if (j0 >= w.valid) continue;
+        const int64_t j1 = std::min(w.valid, j_end);
+        load_keys(w, j0, j1);
+        pack_transposed(w.v + j0 * dh, j1 - j0, dh, w.np, w.values_t.data);
+        for (int64_t i0 = p.causal ? j0 : 0; i0 < p.length; i0 += p.tile)  // causally, rows i < j0 see no key here
+          backward_tile(w, args, targets, head_index, i0, j0, j1);
+      }
+    }
+  }
+  if (chunks > 1) {
+#pragma omp parallel for if (p.parallel)
+    for (int64_t head_index = 0; head_index < heads; ++head_index) {
+      int64_t offset = 0;
+      for (int64_t l = 0; l < levels; ++l)
+        for (int side = 0; side < (l == 0 ? 1 : 2); ++side) {
+          const int64_t count = p.level_rows[l] * dh;
+          T* target = (side == 0 ? args.grad_queries[l] : args.grad_keys[l]) + head_index * count;
+          std::fill(target, target + count, T(0));
+          for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+            const T* source = partial.data + ((head_index * chunks + chunk) * shared_rows) * dh + offset;
+            for (int64_t e = 0; e < count; ++e) target[e] += source[e];
+          }
+          offset += count;
+        }
+    }
+  }
+  if (args.grad_level_weights)
+    for (int64_t h = 0; h < p.heads; ++h)
+      for (int64_t l = 0; l < levels; ++l) {
+        double total = 0;
+        for (int64_t b = 0; b < p.batch; ++b)
+          for (int64_t chunk = 0; chunk < chunks; ++chunk)
+            total += level_grads.data[((b * p.heads + h) * chunks + chunk) * levels + l];
+        args.grad_level_weights[h * levels + l] = static_cast<T>(total);
+      }
+}
+
+// ---- the exported table ----------------------------------------------------------
+
+template <class S>
+void gemm_entry(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_row, int64_t a_col,
+                const float* b, int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate) {
+  gemm<S>(rows, cols, depth, {a, a_row, a_col}, b, ldb, c, ldc, alpha, accumulate);
+}
+
+template <class S>
+void exp_entry(const float* in, float* out, int64_t count) {
+  int64_t i = 0;
+  for (; i + S::W <= count; i += S::W) S::store(out + i, S::exp(S::load(in + i)));
+  for (; i < count; ++i) out[i] = S::reduce_add(S::keep_first(S::exp(S::set1(in[i])), 1, 0.0f));
+}
+
+template <class S>
+constexpr Path make_path() {
+  return Path{S::name, S::W, &forward<S>, &backward<S>, &gemm_entry<S>, &exp_entry<S>};
+}
+
+}  // namespace
+}  // namespace hkt::attention_cpu
