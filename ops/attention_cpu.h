@@ -58,6 +58,8 @@ struct Path {
   void (*gemm)(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_row, int64_t a_col,
                const float* b, int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate);
   void (*exp)(const float* in, float* out, int64_t count);
+  // Runs `iterations` rounds of register-only FMAs on this thread; returns the FLOPs done (hkt-bench's peak).
+  double (*fma_loop)(int64_t iterations);
 };
 
 // Null where this build has no such path (a compiler without the flags).

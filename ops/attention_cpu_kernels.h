@@ -41,24 +41,62 @@ struct Buffer {
 inline int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
 inline int64_t key_limit(int64_t i, int64_t valid, bool causal) { return causal ? std::min(valid, i + 1) : valid; }
 
-// Where one level's coarse tile sits for the current fine tile.
-struct CoarseTile {
-  int64_t row0 = 0, rows = 0;    // coarse query rows [row0, row0 + rows); rows ≤ 0: none complete yet
-  int64_t col0 = 0, cols = 0;    // coarse key rows [col0, col0 + cols)
-  int64_t padded = 0;            // cols rounded up to the vector width
+// Where one level's coarse tile sits for the current fine tile: its coarse
+// key rows (fixed by the key tile) and coarse query rows (by the query tile).
+struct KeyGeometry {
+  int64_t col0 = 0, cols = 0;  // coarse key rows [col0, col0 + cols)
+  int64_t padded = 0;          // cols rounded up to the vector width
+};
+struct QueryGeometry {
+  int64_t row0 = 0, rows = 0;  // coarse query rows [row0, row0 + rows); rows ≤ 0: none complete yet
 };
 
-// The per-thread state: packed keys and values, score tiles, coarse tiles,
-// and the key map of the current key tile per level.
+// One key tile of one (batch, head), ready for the score GEMMs: per level the
+// coarse keys packed transposed [dh, np], their extent, and the key map
+// (load_keys). The forward prepares every tile of every head once
+// (KeyTileStore); the backward one at a time.
+template <class T>
+struct KeyTile {
+  T* keys_t = nullptr;              // [levels][dh × np]
+  KeyGeometry* geometry = nullptr;  // [levels]
+  int32_t* column = nullptr;        // [levels][np]
+  int32_t* window_base = nullptr;   // [levels][np / W]
+  int32_t* window_index = nullptr;  // [levels][np]
+};
+
+template <class T>
+struct KeyTileStore {
+  const int64_t levels, dh, np, width;
+  Buffer<T> keys_t;
+  Buffer<KeyGeometry> geometry;
+  Buffer<int32_t> column, window_base, window_index;
+  KeyTileStore(int64_t count, int64_t levels_, int64_t dh_, int64_t np_, int64_t width_)
+      : levels(levels_),
+        dh(dh_),
+        np(np_),
+        width(width_),
+        keys_t(count * levels * dh * np),
+        geometry(count * levels),
+        column(count * levels * np),
+        window_base(count * levels * (np / width)),
+        window_index(count * levels * np) {}
+  KeyTile<T> at(int64_t n) const {
+    return {keys_t.data + n * levels * dh * np, geometry.data + n * levels, column.data + n * levels * np,
+            window_base.data + n * levels * (np / width), window_index.data + n * levels * np};
+  }
+};
+
+// The per-thread state: score tiles, coarse tiles, the current key tile, and
+// the current (batch, head).
 template <class S>
 struct Workspace {
   using T = typename S::T;
   const Problem& p;
   const int64_t dh, np, ld;  // head width; tile columns padded to W; coarse row stride (np + W for permute windows)
-  Buffer<T> keys_t, values_t, coarse, scores, grads, acc, pooled, level_grad, row_max, row_sum, delta;
-  Buffer<int32_t> column, window_base, window_index;
-  Buffer<CoarseTile> tiles;
-  // The current (batch, head).
+  Buffer<T> values_t, coarse, scores, grads, acc, pooled, level_grad, row_max, row_sum, delta;
+  KeyTileStore<T> own_keys;  // the backward's current key tile
+  KeyTile<T> keys;
+  Buffer<QueryGeometry> query_rows;
   Buffer<const T*> q, k;
   Buffer<T> weight;
   const T* v = nullptr;
@@ -69,7 +107,6 @@ struct Workspace {
         dh(problem.head_dim),
         np(round_up(problem.tile, S::W)),
         ld(np + S::W),
-        keys_t(problem.levels * problem.head_dim * np),
         values_t(backward ? problem.head_dim * np : 0),
         coarse(problem.levels * (problem.tile + 1) * ld),
         scores(problem.tile * np),
@@ -80,15 +117,14 @@ struct Workspace {
         row_max(problem.tile),
         row_sum(problem.tile),
         delta(backward ? problem.length : 0),
-        column(problem.levels * np),
-        window_base(problem.levels * (np / S::W)),
-        window_index(problem.levels * np),
-        tiles(problem.levels),
+        own_keys(backward ? 1 : 0, problem.levels, problem.head_dim, np, S::W),
+        keys(own_keys.at(0)),
+        query_rows(problem.levels),
         q(problem.levels),
         k(problem.levels),
         weight(problem.levels) {}
 
-  T* level_keys(int64_t l) { return keys_t.data + l * dh * np; }
+  const T* level_keys(int64_t l) const { return keys.keys_t + l * dh * np; }
   T* level_coarse(int64_t l) { return coarse.data + l * (p.tile + 1) * ld; }
 
   int64_t query_index(int64_t l, int64_t i) const {
@@ -117,45 +153,47 @@ void pack_transposed(const T* rows, int64_t count, int64_t dh, int64_t ld, T* ou
   }
 }
 
-// Each level's coarse keys for fine keys [j0, j1), packed transposed, and the
-// key map: fine column c of the tile reads coarse column column[c]; a vector
-// of W fine columns starting at c0 = v·W reads the W coarse values from
-// window_base[v] on, permuted by window_index[c0 …].
+// Each level's coarse keys for fine keys [j0, j1) of one head (keys[l]:
+// level l's rows), packed transposed, and the key map: fine column c of the
+// tile reads coarse column column[c]; a vector of W fine columns starting at
+// c0 = v·W reads the W coarse values from window_base[v] on, permuted by
+// window_index[c0 …].
 template <class S>
-void load_keys(Workspace<S>& w, int64_t j0, int64_t j1) {
-  const Problem& p = w.p;
+void load_keys(const Problem& p, const typename S::T* const* keys, int64_t np, int64_t j0, int64_t j1,
+               const KeyTile<typename S::T>& out) {
+  const int64_t dh = p.head_dim;
   for (int64_t l = 0; l < p.levels; ++l) {
-    CoarseTile& t = w.tiles.data[l];
+    KeyGeometry& t = out.geometry[l];
     const int64_t block = p.level_block[l];
     t.col0 = j0 / block;
     t.cols = (j1 - 1) / block - t.col0 + 1;
     t.padded = round_up(t.cols, S::W);
-    pack_transposed(w.k.data[l] + t.col0 * w.dh, t.cols, w.dh, w.np, w.level_keys(l));
+    pack_transposed(keys[l] + t.col0 * dh, t.cols, dh, np, out.keys_t + l * dh * np);
     if (l == 0) continue;
-    int32_t* column = w.column.data + l * w.np;
-    for (int64_t c = 0; c < w.np; ++c)
-      column[c] = static_cast<int32_t>(std::min((j0 + c) / block - t.col0, t.cols - 1));
-    for (int64_t v = 0; v < w.np / S::W; ++v) {
+    int32_t* column = out.column + l * np;
+    for (int64_t c = 0; c < np; ++c) column[c] = static_cast<int32_t>(std::min((j0 + c) / block - t.col0, t.cols - 1));
+    for (int64_t v = 0; v < np / S::W; ++v) {
       const int32_t base = column[v * S::W];
-      w.window_base.data[l * (w.np / S::W) + v] = base;
+      out.window_base[l * (np / S::W) + v] = base;
       for (int64_t lane = 0; lane < S::W; ++lane)
-        w.window_index.data[l * w.np + v * S::W + lane] = column[v * S::W + lane] - base;
+        out.window_index[l * np + v * S::W + lane] = column[v * S::W + lane] - base;
     }
   }
 }
 
+template <class S>
+void expand_levels(Workspace<S>& w, int64_t i0, int64_t rows);
+
 // The fused scores of queries [i0, i1) × the loaded key tile into
 // w.scores[r · np + c], scale and λ included. With keep_fine_level, level 0's
 // unweighted C₀ stays in its coarse slot for the backward's dλ₀; coarse levels
-// always stay there (masked), with their extents in w.tiles.
+// always stay there (masked), their query rows in w.query_rows.
 template <class S>
 void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale, bool keep_fine_level) {
   using T = typename S::T;
   const Problem& p = w.p;
   const int64_t rows = i1 - i0, np = w.np, dh = w.dh;
-  CoarseTile& fine = w.tiles.data[0];
-  fine.row0 = i0;
-  fine.rows = rows;
+  w.query_rows.data[0] = {i0, rows};
   if (!keep_fine_level) {
     gemm<S>(rows, np, dh, {w.q.data[0] + i0 * dh, dh, 1}, w.level_keys(0), np, w.scores.data, np,
             scale * w.weight.data[0], false);
@@ -167,29 +205,57 @@ void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale, 
       for (int64_t c = 0; c < np; c += S::W) S::store(w.scores.data + r * np + c, S::mul(lambda, S::load(c0 + r * w.ld + c)));
   }
   for (int64_t l = 1; l < p.levels; ++l) {
-    CoarseTile& t = w.tiles.data[l];
-    t.row0 = std::max<int64_t>(0, w.query_index(l, i0));
-    t.rows = w.query_index(l, i1 - 1) - t.row0 + 1;
-    if (t.rows <= 0) continue;
+    const KeyGeometry& t = w.keys.geometry[l];
+    QueryGeometry& g = w.query_rows.data[l];
+    g.row0 = std::max<int64_t>(0, w.query_index(l, i0));
+    g.rows = w.query_index(l, i1 - 1) - g.row0 + 1;
+    if (g.rows <= 0) continue;
     T* coarse = w.level_coarse(l);
-    gemm<S>(t.rows, t.padded, dh, {w.q.data[l] + t.row0 * dh, dh, 1}, w.level_keys(l), np, coarse, w.ld, scale,
+    gemm<S>(g.rows, t.padded, dh, {w.q.data[l] + g.row0 * dh, dh, 1}, w.level_keys(l), np, coarse, w.ld, scale,
             false);
     if (p.causal)  // term l is allowed only where coarse key ≤ coarse query
-      for (int64_t a = 0; a < t.rows; ++a) {
-        const int64_t first_masked = std::clamp<int64_t>(t.row0 + a - t.col0 + 1, 0, t.padded);
+      for (int64_t a = 0; a < g.rows; ++a) {
+        const int64_t first_masked = std::clamp<int64_t>(g.row0 + a - t.col0 + 1, 0, t.padded);
         std::fill(coarse + a * w.ld + first_masked, coarse + a * w.ld + t.padded, T(0));
       }
-    const auto lambda = S::set1(w.weight.data[l]);
-    const int32_t* base = w.window_base.data + l * (np / S::W);
-    const int32_t* index = w.window_index.data + l * np;
+  }
+  expand_levels(w, i0, rows);
+}
+
+// S[r, ·] += Σ_{l ≥ 1} λ_l · C_l[q_l(i0 + r), column_l[·]], all levels of a
+// score vector summed in registers (one load and store of S per vector).
+template <class S>
+void expand_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
+  using T = typename S::T;
+  const Problem& p = w.p;
+  const int64_t np = w.np, vectors = np / S::W;
+  constexpr int64_t kMaxExpanded = 16;
+  const T* coarse_rows[kMaxExpanded];
+  typename S::V lambdas[kMaxExpanded];
+  for (int64_t first = 1; first < p.levels; first += kMaxExpanded) {
+    const int64_t last = std::min(p.levels, first + kMaxExpanded);
+    for (int64_t l = first; l < last; ++l) lambdas[l - first] = S::set1(w.weight.data[l]);
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t a = w.query_index(l, i0 + r);
-      if (a < 0) continue;
-      const T* coarse_row = coarse + (a - t.row0) * w.ld;
+      int64_t active = 0;
+      int64_t level_of[kMaxExpanded];
+      for (int64_t l = first; l < last; ++l) {
+        const QueryGeometry& g = w.query_rows.data[l];
+        const int64_t a = w.query_index(l, i0 + r);
+        if (g.rows <= 0 || a < 0) continue;
+        coarse_rows[active] = w.level_coarse(l) + (a - g.row0) * w.ld;
+        level_of[active++] = l;
+      }
+      if (active == 0) continue;
       T* row = w.scores.data + r * np;
-      for (int64_t v = 0; v < np / S::W; ++v) {
-        const auto expanded = S::permute(coarse_row + base[v], S::load_index(index + v * S::W));
-        S::store(row + v * S::W, S::fmadd(lambda, expanded, S::load(row + v * S::W)));
+      for (int64_t v = 0; v < vectors; ++v) {
+        auto total = S::load(row + v * S::W);
+        for (int64_t n = 0; n < active; ++n) {
+          const int64_t l = level_of[n];
+          const auto expanded = S::permute(coarse_rows[n] + w.keys.window_base[l * vectors + v],
+                                           S::load_index(w.keys.window_index + l * np + v * S::W));
+          total = S::fmadd(lambdas[l - first], expanded, total);
+        }
+        S::store(row + v * S::W, total);
       }
     }
   }
@@ -198,7 +264,8 @@ void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale, 
 // ---- forward -------------------------------------------------------------------
 
 template <class S>
-void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, int64_t head_index, int64_t i0) {
+void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, const KeyTileStore<typename S::T>& keys,
+                  int64_t key_tiles, int64_t head_index, int64_t i0) {
   using T = typename S::T;
   using V = typename S::V;
   const Problem& p = w.p;
@@ -211,7 +278,7 @@ void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, int64
   const int64_t key_end = key_limit(i1 - 1, w.valid, p.causal);
   for (int64_t j0 = 0; j0 < key_end; j0 += p.tile) {
     const int64_t j1 = std::min(key_end, j0 + p.tile);
-    load_keys(w, j0, j1);
+    w.keys = keys.at(head_index * key_tiles + j0 / p.tile);
     fused_scores(w, i0, i1, scale, false);
     // Online softmax: m' = max(m, max_c s_c), l' = l·e^(m−m') + Σ e^(s−m'), O' = O·e^(m−m') + P·V.
     for (int64_t r = 0; r < rows; ++r) {
@@ -254,13 +321,21 @@ void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, int64
 
 template <class S>
 void forward(const Problem& p, const ForwardArgs<typename S::T>& args) {
-  const int64_t query_tiles = (p.length + p.tile - 1) / p.tile, tasks = p.batch * p.heads * query_tiles;
+  const int64_t tiles = (p.length + p.tile - 1) / p.tile, heads = p.batch * p.heads, tasks = heads * tiles;
+  // Every query tile of a head reads the same key tiles: pack them once.
+  KeyTileStore<typename S::T> keys(heads * tiles, p.levels, p.head_dim, round_up(p.tile, S::W), S::W);
 #pragma omp parallel if (p.parallel)
   {
     Workspace<S> w(p, false);
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < heads * tiles; ++n) {
+      const int64_t head_index = n / tiles, j0 = (n % tiles) * p.tile;
+      w.bind_head(args, head_index);
+      if (j0 < w.valid) load_keys<S>(p, w.k.data, w.np, j0, std::min(w.valid, j0 + p.tile), keys.at(n));
+    }
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < tasks; ++task)
-      forward_task(w, args, task / query_tiles, (task % query_tiles) * p.tile);
+      forward_task(w, args, keys, tiles, task / tiles, (task % tiles) * p.tile);
   }
 }
 
@@ -277,30 +352,41 @@ struct GradientTargets {
 
 // Pools dS of the tile onto level l's coarse tile: P_l[a, b] = Σ dS[i, j] over
 // fine rows i of coarse row a and fine keys j < j1 of coarse column b, 0 where
-// the term is not allowed.
+// the term is not allowed. Both maps are monotone, so each coarse row and
+// column is a contiguous run of fine ones, summed in registers.
 template <class S>
 void pool_level(Workspace<S>& w, int64_t l, int64_t i0, int64_t rows, int64_t key_count) {
   using T = typename S::T;
-  const CoarseTile& t = w.tiles.data[l];
+  const KeyGeometry& t = w.keys.geometry[l];
+  const QueryGeometry& g = w.query_rows.data[l];
   const int64_t np = w.np;
   T* pooled_rows = w.pooled.data;
   T* pooled = w.level_grad.data;
-  std::fill(pooled_rows, pooled_rows + t.rows * np, T(0));
-  std::fill(pooled, pooled + t.rows * np, T(0));
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t a = w.query_index(l, i0 + r);
-    if (a < 0) continue;
-    T* target = pooled_rows + (a - t.row0) * np;
-    const T* source = w.grads.data + r * np;
-    for (int64_t c = 0; c < np; c += S::W) S::store(target + c, S::add(S::load(target + c), S::load(source + c)));
+  int64_t r = 0;
+  while (r < rows && w.query_index(l, i0 + r) < 0) ++r;  // causally, rows before the first complete block
+  for (int64_t a = 0; a < g.rows; ++a) {
+    const int64_t begin = r;
+    while (r < rows && w.query_index(l, i0 + r) == g.row0 + a) ++r;
+    T* target = pooled_rows + a * np;
+    for (int64_t c = 0; c < np; c += S::W) {
+      auto total = S::zero();
+      for (int64_t i = begin; i < r; ++i) total = S::add(total, S::load(w.grads.data + i * np + c));
+      S::store(target + c, total);
+    }
   }
-  const int32_t* column = w.column.data + l * np;
-  for (int64_t a = 0; a < t.rows; ++a) {
+  const int32_t* column = w.keys.column + l * np;
+  for (int64_t a = 0; a < g.rows; ++a) {
     const T* source = pooled_rows + a * np;
     T* target = pooled + a * np;
-    for (int64_t c = 0; c < key_count; ++c) target[column[c]] += source[c];
+    int64_t c = 0;
+    for (int64_t b = 0; b < t.cols; ++b) {
+      T total = 0;
+      for (; c < key_count && column[c] == b; ++c) total += source[c];
+      target[b] = total;
+    }
+    std::fill(target + t.cols, target + t.padded, T(0));
     if (w.p.causal) {
-      const int64_t first_masked = std::clamp<int64_t>(t.row0 + a - t.col0 + 1, 0, t.padded);
+      const int64_t first_masked = std::clamp<int64_t>(g.row0 + a - t.col0 + 1, 0, t.padded);
       std::fill(target + first_masked, target + t.padded, T(0));
     }
   }
@@ -349,15 +435,16 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   if (!multiscale) return;
   g.level_weights[0] += tile_dot<S>(w.grads.data, np, w.level_coarse(0), w.ld, rows, np);
   for (int64_t l = 1; l < p.levels; ++l) {
-    const CoarseTile& t = w.tiles.data[l];
-    if (t.rows <= 0) continue;
+    const KeyGeometry& t = w.keys.geometry[l];
+    const QueryGeometry& rows_l = w.query_rows.data[l];
+    if (rows_l.rows <= 0) continue;
     pool_level(w, l, i0, rows, kc);
-    g.level_weights[l] += tile_dot<S>(w.level_grad.data, np, w.level_coarse(l), w.ld, t.rows, t.padded);
+    g.level_weights[l] += tile_dot<S>(w.level_grad.data, np, w.level_coarse(l), w.ld, rows_l.rows, t.padded);
     const T alpha = scale * w.weight.data[l];
-    gemm<S>(t.rows, dh, t.cols, {w.level_grad.data, np, 1}, w.k.data[l] + t.col0 * dh, dh,
-            g.queries[l] + t.row0 * dh, dh, alpha, true);
-    gemm<S>(t.cols, dh, t.rows, {w.level_grad.data, 1, np}, w.q.data[l] + t.row0 * dh, dh, g.keys[l] + t.col0 * dh,
-            dh, alpha, true);
+    gemm<S>(rows_l.rows, dh, t.cols, {w.level_grad.data, np, 1}, w.k.data[l] + t.col0 * dh, dh,
+            g.queries[l] + rows_l.row0 * dh, dh, alpha, true);
+    gemm<S>(t.cols, dh, rows_l.rows, {w.level_grad.data, 1, np}, w.q.data[l] + rows_l.row0 * dh, dh,
+            g.keys[l] + t.col0 * dh, dh, alpha, true);
   }
 }
 
@@ -425,7 +512,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         std::fill(targets.values + j0 * dh, targets.values + j_end * dh, T(0));
         if (j0 >= w.valid) continue;
         const int64_t j1 = std::min(w.valid, j_end);
-        load_keys(w, j0, j1);
+        load_keys<S>(p, w.k.data, w.np, j0, j1, w.keys);
         pack_transposed(w.v + j0 * dh, j1 - j0, dh, w.np, w.values_t.data);
         for (int64_t i0 = p.causal ? j0 : 0; i0 < p.length; i0 += p.tile)  // causally, rows i < j0 see no key here
           backward_tile(w, args, targets, head_index, i0, j0, j1);
@@ -475,9 +562,27 @@ void exp_entry(const float* in, float* out, int64_t count) {
   for (; i < count; ++i) out[i] = S::reduce_add(S::keep_first(S::exp(S::set1(in[i])), 1, 0.0f));
 }
 
+// The machine's limit for hkt-bench: 12 independent FMA chains in registers
+// (enough to cover 2 pipes × 4 cycles of latency), no memory traffic.
+template <class S>
+double fma_loop(int64_t iterations) {
+  using V = typename S::V;
+  V acc[12];
+  for (int j = 0; j < 12; ++j) acc[j] = S::set1(0.001f * float(j));
+  const V x = S::set1(0.999999f), y = S::set1(1e-7f);
+  for (int64_t it = 0; it < iterations; ++it)
+#pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) acc[j] = S::fmadd(acc[j], x, y);
+  V total = S::zero();
+  for (int j = 0; j < 12; ++j) total = S::add(total, acc[j]);
+  volatile float sink = static_cast<float>(S::reduce_add(total));
+  (void)sink;
+  return 2.0 * 12.0 * S::W * double(iterations);
+}
+
 template <class S>
 constexpr Path make_path() {
-  return Path{S::name, S::W, &forward<S>, &backward<S>, &gemm_entry<S>, &exp_entry<S>};
+  return Path{S::name, S::W, &forward<S>, &backward<S>, &gemm_entry<S>, &exp_entry<S>, &fma_loop<S>};
 }
 
 }  // namespace
