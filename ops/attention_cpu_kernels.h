@@ -93,7 +93,7 @@ struct Workspace {
   using T = typename S::T;
   const Problem& p;
   const int64_t dh, np, ld;  // head width; tile columns padded to W; coarse row stride (np + W for permute windows)
-  Buffer<T> values_t, coarse, scores, grads, acc, pooled, level_grad, row_max, row_sum, delta;
+  Buffer<T> values_t, coarse, expanded, scores, grads, acc, pooled, level_grad, row_max, row_sum, delta;
   KeyTileStore<T> own_keys;  // the backward's current key tile
   KeyTile<T> keys;
   Buffer<QueryGeometry> query_rows;
@@ -109,6 +109,7 @@ struct Workspace {
         ld(np + S::W),
         values_t(backward ? problem.head_dim * np : 0),
         coarse(problem.levels * (problem.tile + 1) * ld),
+        expanded(problem.levels * (problem.tile + 1) * np),
         scores(problem.tile * np),
         grads(backward ? problem.tile * np : 0),
         acc(backward ? 0 : problem.tile * problem.head_dim),
@@ -126,11 +127,12 @@ struct Workspace {
 
   const T* level_keys(int64_t l) const { return keys.keys_t + l * dh * np; }
   T* level_coarse(int64_t l) { return coarse.data + l * (p.tile + 1) * ld; }
+  T* level_expanded(int64_t l) { return expanded.data + l * (p.tile + 1) * np; }
 
-  int64_t query_index(int64_t l, int64_t i) const {
-    const int64_t block = p.level_block[l];
-    return p.causal ? (i + 1) / block - 1 : i / block;
-  }
+  // SPEC section 3's query map q_l(i) (−1: no complete block yet, causal),
+  // tabulated once per call (QueryMaps): no division in the inner loops.
+  const int32_t* query_maps = nullptr;  // [levels][length]
+  int64_t query_index(int64_t l, int64_t i) const { return query_maps[l * p.length + i]; }
 
   void bind_head(const ForwardArgs<T>& args, int64_t head_index) {
     for (int64_t l = 0; l < p.levels; ++l) {
@@ -140,6 +142,18 @@ struct Workspace {
     }
     v = args.values + head_index * p.length * dh;
     valid = p.lengths[head_index / p.heads];
+  }
+};
+
+// q_l(i) for every level and fine row.
+struct QueryMaps {
+  Buffer<int32_t> maps;
+  explicit QueryMaps(const Problem& p) : maps(p.levels * p.length) {
+    for (int64_t l = 0; l < p.levels; ++l) {
+      const int64_t block = p.level_block[l];
+      for (int64_t i = 0; i < p.length; ++i)
+        maps.data[l * p.length + i] = static_cast<int32_t>(p.causal ? (i + 1) / block - 1 : i / block);
+    }
   }
 };
 
@@ -222,41 +236,36 @@ void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale, 
   expand_levels(w, i0, rows);
 }
 
-// S[r, ·] += Σ_{l ≥ 1} λ_l · C_l[q_l(i0 + r), column_l[·]], all levels of a
-// score vector summed in registers (one load and store of S per vector).
+// S[r, ·] += Σ_{l ≥ 1} λ_l · C_l[q_l(i0 + r), column_l[·]]. Each coarse row
+// is first expanded to fine columns once (one permute per vector; a coarse
+// row serves s^l fine rows), then every fine row adds its levels' expanded
+// rows with aligned loads, summed in registers.
 template <class S>
 void expand_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
   using T = typename S::T;
+  using V = typename S::V;
   const Problem& p = w.p;
   const int64_t np = w.np, vectors = np / S::W;
-  constexpr int64_t kMaxExpanded = 16;
-  const T* coarse_rows[kMaxExpanded];
-  typename S::V lambdas[kMaxExpanded];
-  for (int64_t first = 1; first < p.levels; first += kMaxExpanded) {
-    const int64_t last = std::min(p.levels, first + kMaxExpanded);
-    for (int64_t l = first; l < last; ++l) lambdas[l - first] = S::set1(w.weight.data[l]);
-    for (int64_t r = 0; r < rows; ++r) {
-      int64_t active = 0;
-      int64_t level_of[kMaxExpanded];
-      for (int64_t l = first; l < last; ++l) {
-        const QueryGeometry& g = w.query_rows.data[l];
-        const int64_t a = w.query_index(l, i0 + r);
-        if (g.rows <= 0 || a < 0) continue;
-        coarse_rows[active] = w.level_coarse(l) + (a - g.row0) * w.ld;
-        level_of[active++] = l;
-      }
-      if (active == 0) continue;
-      T* row = w.scores.data + r * np;
-      for (int64_t v = 0; v < vectors; ++v) {
-        auto total = S::load(row + v * S::W);
-        for (int64_t n = 0; n < active; ++n) {
-          const int64_t l = level_of[n];
-          const auto expanded = S::permute(coarse_rows[n] + w.keys.window_base[l * vectors + v],
-                                           S::load_index(w.keys.window_index + l * np + v * S::W));
-          total = S::fmadd(lambdas[l - first], expanded, total);
-        }
-        S::store(row + v * S::W, total);
-      }
+  for (int64_t l = 1; l < p.levels; ++l) {
+    const QueryGeometry& g = w.query_rows.data[l];
+    const int32_t* base = w.keys.window_base + l * vectors;
+    const int32_t* index = w.keys.window_index + l * np;
+    for (int64_t a = 0; a < g.rows; ++a) {
+      const T* coarse_row = w.level_coarse(l) + a * w.ld;
+      T* expanded = w.level_expanded(l) + a * np;
+      for (int64_t v = 0; v < vectors; ++v)
+        S::store(expanded + v * S::W, S::permute(coarse_row + base[v], S::load_index(index + v * S::W)));
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    T* row = w.scores.data + r * np;
+    for (int64_t l = 1; l < p.levels; ++l) {
+      const QueryGeometry& g = w.query_rows.data[l];
+      const int64_t a = w.query_index(l, i0 + r);
+      if (g.rows <= 0 || a < 0) continue;
+      const T* expanded = w.level_expanded(l) + (a - g.row0) * np;
+      const V lambda = S::set1(w.weight.data[l]);
+      for (int64_t c = 0; c < np; c += S::W) S::store(row + c, S::fmadd(lambda, S::load(expanded + c), S::load(row + c)));
     }
   }
 }
@@ -324,9 +333,11 @@ void forward(const Problem& p, const ForwardArgs<typename S::T>& args) {
   const int64_t tiles = (p.length + p.tile - 1) / p.tile, heads = p.batch * p.heads, tasks = heads * tiles;
   // Every query tile of a head reads the same key tiles: pack them once.
   KeyTileStore<typename S::T> keys(heads * tiles, p.levels, p.head_dim, round_up(p.tile, S::W), S::W);
+  const QueryMaps maps(p);
 #pragma omp parallel if (p.parallel)
   {
     Workspace<S> w(p, false);
+    w.query_maps = maps.maps.data;
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < heads * tiles; ++n) {
       const int64_t head_index = n / tiles, j0 = (n % tiles) * p.tile;
@@ -375,14 +386,34 @@ void pool_level(Workspace<S>& w, int64_t l, int64_t i0, int64_t rows, int64_t ke
     }
   }
   const int32_t* column = w.keys.column + l * np;
+  const int64_t block = w.p.level_block[l];
+  const bool power_of_two = (block & (block - 1)) == 0 && (w.p.tile & (w.p.tile - 1)) == 0;
   for (int64_t a = 0; a < g.rows; ++a) {
-    const T* source = pooled_rows + a * np;
+    T* source = pooled_rows + a * np;
     T* target = pooled + a * np;
-    int64_t c = 0;
-    for (int64_t b = 0; b < t.cols; ++b) {
-      T total = 0;
-      for (; c < key_count && column[c] == b; ++c) total += source[c];
-      target[b] = total;
+    if (power_of_two) {
+      // Key tiles start at multiples of the tile, so fine column c pools into
+      // c / s^l: halve the row log2(s^l) times with vector pair sums. Columns
+      // past the valid keys hold dS = 0, so they add nothing.
+      int64_t count = np;
+      for (int64_t b = block; b > 1; b /= 2) {
+        if (count >= 2 * S::W) {
+          for (int64_t v = 0; v < count / (2 * S::W); ++v)
+            S::store(source + v * S::W,
+                     S::pair_sum(S::load(source + 2 * v * S::W), S::load(source + (2 * v + 1) * S::W)));
+        } else {
+          S::store(source, S::pair_sum(S::load(source), S::zero()));
+        }
+        count = std::max<int64_t>(1, count / 2);
+      }
+      std::copy(source, source + t.cols, target);
+    } else {
+      int64_t c = 0;
+      for (int64_t b = 0; b < t.cols; ++b) {
+        T total = 0;
+        for (; c < key_count && column[c] == b; ++c) total += source[c];
+        target[b] = total;
+      }
     }
     std::fill(target + t.cols, target + t.padded, T(0));
     if (w.p.causal) {
@@ -466,9 +497,11 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
   for (int64_t l = 0; l < levels; ++l) shared_rows += p.level_rows[l] * (l == 0 ? 1 : 2);
   Buffer<T> partial(chunks > 1 ? tasks * shared_rows * dh : 0);
   Buffer<double> level_grads(tasks * levels);
+  const QueryMaps maps(p);
 #pragma omp parallel if (p.parallel)
   {
     Workspace<S> w(p, true);
+    w.query_maps = maps.maps.data;
     Buffer<T*> query_targets(levels), key_targets(levels);
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < tasks; ++task) {

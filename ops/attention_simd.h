@@ -17,6 +17,7 @@
 //   keep_first(v, n, fill)       lanes ≥ n replaced by fill
 //   reduce_add, reduce_max       over the W lanes
 //   load_index, permute(base, i) lane t = base[i[t]], 0 ≤ i[t] < W
+//   pair_sum(a, b)               lane t = x[2t] + x[2t + 1] of the 2W values x = (a, b)
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -54,6 +55,7 @@ struct Scalar {
   static T reduce_max(V v) { return v; }
   static Index load_index(const int32_t* p) { return *p; }
   static V permute(const T* base, Index index) { return base[index]; }
+  static V pair_sum(V a, V b) { return a + b; }
 };
 
 // Cephes' expf: e^x = 2^n · p(r), n = round(x·log2 e), r = x − n·ln 2 split in
@@ -124,6 +126,10 @@ struct Avx2 {
   }
   static Index load_index(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static V permute(const T* base, Index index) { return _mm256_permutevar8x32_ps(_mm256_loadu_ps(base), index); }
+  static V pair_sum(V a, V b) {  // hadd interleaves 128-bit halves: (a01 a23 b01 b23 | a45 a67 b45 b67)
+    const __m256d sums = _mm256_castps_pd(_mm256_hadd_ps(a, b));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(sums, 0xD8));
+  }
 };
 #endif
 
@@ -160,6 +166,11 @@ struct Avx512 {
   static T reduce_max(V v) { return _mm512_reduce_max_ps(v); }
   static Index load_index(const int32_t* p) { return _mm512_loadu_si512(p); }
   static V permute(const T* base, Index index) { return _mm512_permutexvar_ps(index, _mm512_loadu_ps(base)); }
+  static V pair_sum(V a, V b) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    return _mm512_add_ps(_mm512_permutex2var_ps(a, even, b), _mm512_permutex2var_ps(a, odd, b));
+  }
 };
 #endif
 
