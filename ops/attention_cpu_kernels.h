@@ -93,7 +93,7 @@ struct Workspace {
   using T = typename S::T;
   const Problem& p;
   const int64_t dh, np, ld;  // head width; tile columns padded to W; coarse row stride (np + W for permute windows)
-  Buffer<T> values_t, coarse, expanded, scores, grads, acc, pooled, level_grad, row_max, row_sum, delta;
+  Buffer<T> values_t, product, coarse, expanded, scores, grads, acc, pooled, level_grad, row_max, row_sum, delta;
   KeyTileStore<T> own_keys;  // the backward's current key tile
   KeyTile<T> keys;
   Buffer<QueryGeometry> query_rows;
@@ -108,6 +108,7 @@ struct Workspace {
         np(round_up(problem.tile, S::W)),
         ld(np + S::W),
         values_t(backward ? problem.head_dim * np : 0),
+        product(backward ? (problem.tile + 1) * problem.head_dim : 0),
         coarse(problem.levels * (problem.tile + 1) * ld),
         expanded(problem.levels * (problem.tile + 1) * np),
         scores(problem.tile * np),
@@ -199,25 +200,16 @@ template <class S>
 void expand_levels(Workspace<S>& w, int64_t i0, int64_t rows);
 
 // The fused scores of queries [i0, i1) × the loaded key tile into
-// w.scores[r · np + c], scale and λ included. With keep_fine_level, level 0's
-// unweighted C₀ stays in its coarse slot for the backward's dλ₀; coarse levels
-// always stay there (masked), their query rows in w.query_rows.
+// w.scores[r · np + c], scale and λ included; the coarse levels' tiles stay in
+// their slots (causally masked), their query rows in w.query_rows.
 template <class S>
-void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale, bool keep_fine_level) {
+void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) {
   using T = typename S::T;
   const Problem& p = w.p;
   const int64_t rows = i1 - i0, np = w.np, dh = w.dh;
   w.query_rows.data[0] = {i0, rows};
-  if (!keep_fine_level) {
-    gemm<S>(rows, np, dh, {w.q.data[0] + i0 * dh, dh, 1}, w.level_keys(0), np, w.scores.data, np,
-            scale * w.weight.data[0], false);
-  } else {
-    T* c0 = w.level_coarse(0);
-    gemm<S>(rows, np, dh, {w.q.data[0] + i0 * dh, dh, 1}, w.level_keys(0), np, c0, w.ld, scale, false);
-    const auto lambda = S::set1(w.weight.data[0]);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < np; c += S::W) S::store(w.scores.data + r * np + c, S::mul(lambda, S::load(c0 + r * w.ld + c)));
-  }
+  gemm<S>(rows, np, dh, {w.q.data[0] + i0 * dh, dh, 1}, w.level_keys(0), np, w.scores.data, np,
+          scale * w.weight.data[0], false);
   for (int64_t l = 1; l < p.levels; ++l) {
     const KeyGeometry& t = w.keys.geometry[l];
     QueryGeometry& g = w.query_rows.data[l];
@@ -257,15 +249,41 @@ void expand_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
         S::store(expanded + v * S::W, S::permute(coarse_row + base[v], S::load_index(index + v * S::W)));
     }
   }
+  constexpr int64_t kMaxLevels = 16;
+  const T* sources[kMaxLevels];
+  V lambdas[kMaxLevels];
+  for (int64_t first = 1; first < p.levels; first += kMaxLevels)  // groups of levels: any L
   for (int64_t r = 0; r < rows; ++r) {
     T* row = w.scores.data + r * np;
-    for (int64_t l = 1; l < p.levels; ++l) {
+    int64_t active = 0;
+    for (int64_t l = first; l < std::min(p.levels, first + kMaxLevels); ++l) {
       const QueryGeometry& g = w.query_rows.data[l];
       const int64_t a = w.query_index(l, i0 + r);
       if (g.rows <= 0 || a < 0) continue;
-      const T* expanded = w.level_expanded(l) + (a - g.row0) * np;
-      const V lambda = S::set1(w.weight.data[l]);
-      for (int64_t c = 0; c < np; c += S::W) S::store(row + c, S::fmadd(lambda, S::load(expanded + c), S::load(row + c)));
+      sources[active] = w.level_expanded(l) + (a - g.row0) * np;
+      lambdas[active++] = S::set1(w.weight.data[l]);
+    }
+    // Four vectors of the row at a time, every level summed before one store.
+    int64_t c = 0;
+    for (; c + 4 * S::W <= np; c += 4 * S::W) {
+      V s0 = S::load(row + c), s1 = S::load(row + c + S::W), s2 = S::load(row + c + 2 * S::W),
+        s3 = S::load(row + c + 3 * S::W);
+      for (int64_t n = 0; n < active; ++n) {
+        const T* e = sources[n] + c;
+        s0 = S::fmadd(lambdas[n], S::load(e), s0);
+        s1 = S::fmadd(lambdas[n], S::load(e + S::W), s1);
+        s2 = S::fmadd(lambdas[n], S::load(e + 2 * S::W), s2);
+        s3 = S::fmadd(lambdas[n], S::load(e + 3 * S::W), s3);
+      }
+      S::store(row + c, s0);
+      S::store(row + c + S::W, s1);
+      S::store(row + c + 2 * S::W, s2);
+      S::store(row + c + 3 * S::W, s3);
+    }
+    for (; c < np; c += S::W) {
+      V s = S::load(row + c);
+      for (int64_t n = 0; n < active; ++n) s = S::fmadd(lambdas[n], S::load(sources[n] + c), s);
+      S::store(row + c, s);
     }
   }
 }
@@ -288,7 +306,7 @@ void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, const
   for (int64_t j0 = 0; j0 < key_end; j0 += p.tile) {
     const int64_t j1 = std::min(key_end, j0 + p.tile);
     w.keys = keys.at(head_index * key_tiles + j0 / p.tile);
-    fused_scores(w, i0, i1, scale, false);
+    fused_scores(w, i0, i1, scale);
     // Online softmax: m' = max(m, max_c s_c), l' = l·e^(m−m') + Σ e^(s−m'), O' = O·e^(m−m') + P·V.
     for (int64_t r = 0; r < rows; ++r) {
       T* s = w.scores.data + r * np;
@@ -423,13 +441,28 @@ void pool_level(Workspace<S>& w, int64_t l, int64_t i0, int64_t rows, int64_t ke
   }
 }
 
-// Σ_{r < rows, c < cols} a[r · lda + c] · b[r · ldb + c], cols a multiple of W.
+// Level l's share of one tile: G = P_l · k_l[col0 …] for the tile's pooled
+// dS (P_l, [rows, cols] with row stride np); dλ_l += Σ q_l[row0 …] ⊙ G / √dh
+// and dq_l[row0 …] += λ_l G / √dh.
 template <class S>
-double tile_dot(const typename S::T* a, int64_t lda, const typename S::T* b, int64_t ldb, int64_t rows, int64_t cols) {
+void level_query_gradient(Workspace<S>& w, const GradientTargets<typename S::T>& g, int64_t l,
+                          const typename S::T* pooled, int64_t row0, int64_t rows, const typename S::T* keys,
+                          int64_t cols) {
+  using T = typename S::T;
+  const int64_t dh = w.dh;
+  const T scale = T(1) / std::sqrt(T(dh));
+  T* product = w.product.data;
+  gemm<S>(rows, dh, cols, {pooled, w.np, 1}, keys, dh, product, dh, T(1), false);
+  const T* queries = w.q.data[l] + row0 * dh;
+  T* grad = g.queries[l] + row0 * dh;
   auto total = S::zero();
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; c += S::W) total = S::fmadd(S::load(a + r * lda + c), S::load(b + r * ldb + c), total);
-  return static_cast<double>(S::reduce_add(total));
+  const auto alpha = S::set1(scale * w.weight.data[l]);
+  for (int64_t e = 0; e < rows * dh; e += S::W) {
+    const auto x = S::load(product + e);
+    total = S::fmadd(S::load(queries + e), x, total);
+    S::store(grad + e, S::fmadd(alpha, x, S::load(grad + e)));
+  }
+  g.level_weights[l] += double(scale) * double(S::reduce_add(total));
 }
 
 template <class S>
@@ -443,7 +476,7 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   const bool multiscale = args.forward.level_weights != nullptr;
   const T* grad_out = args.grad_out + head_index * p.length * dh;
   const T* lse = args.forward.log_sum_exp + head_index * p.length;
-  fused_scores(w, i0, i1, scale, multiscale);
+  fused_scores(w, i0, i1, scale);
   gemm<S>(rows, np, dh, {grad_out + i0 * dh, dh, 1}, w.values_t.data, np, w.grads.data, np, T(1), false);
   // scores → P = exp(S − lse), 0 at masked keys; grads: dP → dS = P ⊙ (dP − D).
   for (int64_t r = 0; r < rows; ++r) {
@@ -461,21 +494,22 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   gemm<S>(kc, dh, rows, {w.scores.data, 1, np}, grad_out + i0 * dh, dh, g.values + j0 * dh, dh, T(1), true);
   const T fine_alpha = scale * w.weight.data[0];
   gemm<S>(kc, dh, rows, {w.grads.data, 1, np}, w.q.data[0] + i0 * dh, dh, g.keys[0] + j0 * dh, dh, fine_alpha, true);
-  gemm<S>(rows, dh, kc, {w.grads.data, np, 1}, w.k.data[0] + j0 * dh, dh, g.queries[0] + i0 * dh, dh, fine_alpha,
-          true);
-  if (!multiscale) return;
-  g.level_weights[0] += tile_dot<S>(w.grads.data, np, w.level_coarse(0), w.ld, rows, np);
+  if (!multiscale) {
+    gemm<S>(rows, dh, kc, {w.grads.data, np, 1}, w.k.data[0] + j0 * dh, dh, g.queries[0] + i0 * dh, dh, fine_alpha,
+            true);
+    return;
+  }
+  // dλ_l = Σ P_l ⊙ C_l = Σ_a q_l[a] · (P_l k_l)[a] / √dh: the product that dq_l
+  // needs anyway gives dλ_l for rows × dh work, with no score tile kept.
+  level_query_gradient(w, g, 0, w.grads.data, i0, rows, w.k.data[0] + j0 * dh, kc);
   for (int64_t l = 1; l < p.levels; ++l) {
     const KeyGeometry& t = w.keys.geometry[l];
     const QueryGeometry& rows_l = w.query_rows.data[l];
     if (rows_l.rows <= 0) continue;
     pool_level(w, l, i0, rows, kc);
-    g.level_weights[l] += tile_dot<S>(w.level_grad.data, np, w.level_coarse(l), w.ld, rows_l.rows, t.padded);
-    const T alpha = scale * w.weight.data[l];
-    gemm<S>(rows_l.rows, dh, t.cols, {w.level_grad.data, np, 1}, w.k.data[l] + t.col0 * dh, dh,
-            g.queries[l] + rows_l.row0 * dh, dh, alpha, true);
+    level_query_gradient(w, g, l, w.level_grad.data, rows_l.row0, rows_l.rows, w.k.data[l] + t.col0 * dh, t.cols);
     gemm<S>(t.cols, dh, rows_l.rows, {w.level_grad.data, 1, np}, w.q.data[l] + rows_l.row0 * dh, dh,
-            g.keys[l] + t.col0 * dh, dh, alpha, true);
+            g.keys[l] + t.col0 * dh, dh, scale * w.weight.data[l], true);
   }
 }
 
