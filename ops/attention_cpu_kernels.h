@@ -21,19 +21,26 @@
 // bitwise the same for any number of threads.
 #include <algorithm>
 
+#include "engine/cpu_allocator.h"
 #include "ops/attention_cpu.h"
 #include "ops/attention_simd.h"
 
 namespace hkt::attention_cpu {
 namespace {
 
-// A zero-initialised array owned by one thread (no std::vector here: its
-// out-of-line members would be emitted under this file's -m flags).
+// An array owned by one thread or call, zero-initialised unless asked not to
+// be, from the engine's caching allocator (large scratch from malloc would
+// come back as fresh zeroed pages every call). No std::vector here: its
+// out-of-line members would be emitted under this file's -m flags.
 template <class T>
 struct Buffer {
   T* data = nullptr;
-  explicit Buffer(int64_t count) : data(count > 0 ? new T[static_cast<size_t>(count)]() : nullptr) {}
-  ~Buffer() { delete[] data; }
+  explicit Buffer(int64_t count, bool zeroed = true) {
+    if (count <= 0) return;
+    data = static_cast<T*>(cpu_allocator::allocate(static_cast<size_t>(count) * sizeof(T)));
+    if (zeroed) std::memset(static_cast<void*>(data), 0, static_cast<size_t>(count) * sizeof(T));
+  }
+  ~Buffer() { cpu_allocator::deallocate(data); }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 };
@@ -75,7 +82,7 @@ struct KeyTileStore {
         dh(dh_),
         np(np_),
         width(width_),
-        keys_t(count * levels * dh * np),
+        keys_t(count * levels * dh * np, /*zeroed=*/false),  // load_keys writes every column it reads
         geometry(count * levels),
         column(count * levels * np),
         window_base(count * levels * (np / width)),
