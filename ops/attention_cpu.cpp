@@ -51,6 +51,11 @@ std::vector<const Path*> available_paths() {
   return paths;
 }
 
+const Path& widest_path() {
+  static const Path* const widest = available_paths().front();
+  return *widest;
+}
+
 const Path& select_path(int64_t head_dim) {
   const std::string name = forced();
   if (!name.empty()) {

@@ -60,6 +60,11 @@ struct Path {
   void (*exp)(const float* in, float* out, int64_t count);
   // Runs `iterations` rounds of register-only FMAs on this thread; returns the FLOPs done (hkt-bench's peak).
   double (*fma_loop)(int64_t iterations);
+  // The vector math other ops borrow (ops/elementwise.cpp, float32): GELU
+  // x Φ(x) and its backward grad_out · (Φ(x) + x φ(x)), relative error < 3e-6 for
+  // x ≥ −5 (the rounding of x²/2 inside exp; tests/test_attention_cpu.cpp).
+  void (*gelu)(const float* x, float* out, int64_t count);
+  void (*gelu_backward)(const float* x, const float* grad_out, float* grad_in, int64_t count);
 };
 
 // Null where this build has no such path (a compiler without the flags).
@@ -73,6 +78,8 @@ void backward_plain(const Problem&, const BackwardArgs<double>&);
 
 // The paths this build has and this CPU runs, widest first; "plain" is always last.
 std::vector<const Path*> available_paths();
+// The first of them, looked up once.
+const Path& widest_path();
 // The path for float32 at this head width: the forced one (which must be
 // available and divide head_dim, else an error naming both), or the widest that fits.
 const Path& select_path(int64_t head_dim);

@@ -636,6 +636,62 @@ void exp_entry(const float* in, float* out, int64_t count) {
   for (; i < count; ++i) out[i] = S::reduce_add(S::keep_first(S::exp(S::set1(in[i])), 1, 0.0f));
 }
 
+// ---- GELU (the vector math the elementwise ops borrow) ----------------------------
+
+// erfc(z) for z ≥ 0 with fractional error below 1.2e-7 everywhere (the
+// Chebyshev fit of Numerical Recipes' erfcc): no cancellation in the tail,
+// where GELU(x < 0) = x · erfc(|x|/√2) / 2 is tiny.
+template <class S>
+typename S::V erfc_nonnegative(typename S::V z) {
+  using V = typename S::V;
+  const V t = S::div(S::set1(1.0f), S::fmadd(S::set1(0.5f), z, S::set1(1.0f)));
+  V p = S::set1(0.17087277f);
+  for (float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f,
+                  1.00002368f, -1.26551223f})
+    p = S::fmadd(p, t, S::set1(c));
+  return S::mul(t, S::exp(S::sub(p, S::mul(z, z))));
+}
+
+// Φ(x) = P(N(0, 1) ≤ x), from erfc on whichever side keeps it accurate.
+template <class S>
+typename S::V normal_cdf(typename S::V x) {
+  const auto half_tail = S::mul(S::set1(0.5f), erfc_nonnegative<S>(S::mul(S::abs(x), S::set1(0.70710678118654752f))));
+  return S::select_nonnegative(x, S::sub(S::set1(1.0f), half_tail), half_tail);
+}
+
+// out = x Φ(x) (with grad: grad_out · (Φ(x) + x φ(x))) over n floats; the
+// tail runs through a zero-padded vector.
+template <class S, bool Backward>
+void gelu_entry_impl(const float* x, const float* grad_out, float* out, int64_t n) {
+  using V = typename S::V;
+  auto one = [&](V xv, V gv) {
+    const V cdf = normal_cdf<S>(xv);
+    if constexpr (!Backward) return S::mul(xv, cdf);
+    const V pdf = S::mul(S::set1(0.39894228040143268f), S::exp(S::mul(S::set1(-0.5f), S::mul(xv, xv))));
+    return S::mul(gv, S::fmadd(xv, pdf, cdf));
+  };
+  int64_t i = 0;
+  for (; i + S::W <= n; i += S::W) S::store(out + i, one(S::load(x + i), Backward ? S::load(grad_out + i) : S::zero()));
+  if (i < n) {
+    float xs[S::W] = {}, gs[S::W] = {}, os[S::W];
+    for (int64_t j = i; j < n; ++j) {
+      xs[j - i] = x[j];
+      if (Backward) gs[j - i] = grad_out[j];
+    }
+    S::store(os, one(S::load(xs), S::load(gs)));
+    for (int64_t j = i; j < n; ++j) out[j] = os[j - i];
+  }
+}
+
+template <class S>
+void gelu_entry(const float* x, float* out, int64_t n) {
+  gelu_entry_impl<S, false>(x, nullptr, out, n);
+}
+template <class S>
+void gelu_backward_entry(const float* x, const float* grad_out, float* grad_in, int64_t n) {
+  gelu_entry_impl<S, true>(x, grad_out, grad_in, n);
+}
+
 // The machine's limit for hkt-bench: 12 independent FMA chains in registers
 // (enough to cover 2 pipes × 4 cycles of latency), no memory traffic.
 template <class S>
@@ -656,7 +712,8 @@ double fma_loop(int64_t iterations) {
 
 template <class S>
 constexpr Path make_path() {
-  return Path{S::name, S::W, &forward<S>, &backward<S>, &gemm_entry<S>, &exp_entry<S>, &fma_loop<S>};
+  return Path{S::name,     S::W,          &forward<S>,    &backward<S>,           &gemm_entry<S>,
+              &exp_entry<S>, &fma_loop<S>, &gelu_entry<S>, &gelu_backward_entry<S>};
 }
 
 }  // namespace

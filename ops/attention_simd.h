@@ -18,6 +18,7 @@
 //   reduce_add, reduce_max       over the W lanes
 //   load_index, permute(base, i) lane t = base[i[t]], 0 ≤ i[t] < W
 //   pair_sum(a, b)               lane t = x[2t] + x[2t + 1] of the 2W values x = (a, b)
+//   div, abs, select_nonnegative(x, a, b)   x ≥ 0 ? a : b per lane (NaN: b)
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -56,6 +57,9 @@ struct Scalar {
   static Index load_index(const int32_t* p) { return *p; }
   static V permute(const T* base, Index index) { return base[index]; }
   static V pair_sum(V a, V b) { return a + b; }
+  static V div(V a, V b) { return a / b; }
+  static V abs(V v) { return std::abs(v); }
+  static V select_nonnegative(V x, V a, V b) { return x >= T(0) ? a : b; }
 };
 
 // Cephes' expf: e^x = 2^n · p(r), n = round(x·log2 e), r = x − n·ln 2 split in
@@ -130,6 +134,11 @@ struct Avx2 {
     const __m256d sums = _mm256_castps_pd(_mm256_hadd_ps(a, b));
     return _mm256_castpd_ps(_mm256_permute4x64_pd(sums, 0xD8));
   }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V abs(V v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+  static V select_nonnegative(V x, V a, V b) {
+    return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
+  }
 };
 #endif
 
@@ -170,6 +179,11 @@ struct Avx512 {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     return _mm512_add_ps(_mm512_permutex2var_ps(a, even, b), _mm512_permutex2var_ps(a, odd, b));
+  }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V abs(V v) { return _mm512_abs_ps(v); }
+  static V select_nonnegative(V x, V a, V b) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), b, a);
   }
 };
 #endif
