@@ -99,7 +99,7 @@ template <class S>
 struct Workspace {
   using T = typename S::T;
   const Problem& p;
-  const int64_t dh, np, ld;  // head width; tile columns padded to W; coarse row stride (np + W for permute windows)
+  const int64_t dh, np, ld;  // head width; tile columns padded to W; coarse row stride (np + W: the permutes read 2W)
   Buffer<T> values_t, product, coarse, expanded, scores, grads, acc, pooled, level_grad, row_max, row_sum, delta;
   KeyTileStore<T> own_keys;  // the backward's current key tile
   KeyTile<T> keys;
@@ -178,8 +178,8 @@ void pack_transposed(const T* rows, int64_t count, int64_t dh, int64_t ld, T* ou
 // Each level's coarse keys for fine keys [j0, j1) of one head (keys[l]:
 // level l's rows), packed transposed, and the key map: fine column c of the
 // tile reads coarse column column[c]; a vector of W fine columns starting at
-// c0 = v·W reads the W coarse values from window_base[v] on, permuted by
-// window_index[c0 …].
+// c0 = v·W reads its coarse values from the 2W that start at window_base[v]
+// (a multiple of W), permuted by window_index[c0 …].
 template <class S>
 void load_keys(const Problem& p, const typename S::T* const* keys, int64_t np, int64_t j0, int64_t j1,
                const KeyTile<typename S::T>& out) {
@@ -195,7 +195,7 @@ void load_keys(const Problem& p, const typename S::T* const* keys, int64_t np, i
     int32_t* column = out.column + l * np;
     for (int64_t c = 0; c < np; ++c) column[c] = static_cast<int32_t>(std::min((j0 + c) / block - t.col0, t.cols - 1));
     for (int64_t v = 0; v < np / S::W; ++v) {
-      const int32_t base = column[v * S::W];
+      const int32_t base = column[v * S::W] / S::W * S::W;  // aligned: the window is within [base, base + 2W)
       out.window_base[l * (np / S::W) + v] = base;
       for (int64_t lane = 0; lane < S::W; ++lane)
         out.window_index[l * np + v * S::W + lane] = column[v * S::W + lane] - base;
