@@ -46,6 +46,7 @@
 #include "hkt.h"
 #include "engine/dispatch.h"
 #include "ops/attention_cpu.h"
+#include "ops/blas.h"
 #include "ops/attention_reference.h"
 
 using namespace hkt;
@@ -270,6 +271,7 @@ std::string case_name(const Case& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  reexec_with_blas_core(argv);  // before any work: OpenBLAS picks its kernels when it loads
   Options options;
   std::vector<std::string> args(argv + 1, argv + argc);
   Case child;
@@ -344,10 +346,11 @@ int main(int argc, char** argv) {
   if (options.device.type == DeviceType::CPU) {
     const auto& path = attention_cpu::select_path(options.head_dim);
     peak_gflops = fma_peak_gflops(options.threads > 0 ? options.threads : num_threads());
+    const BlasInfo blas = blas_info();
     std::printf("{\"machine\":\"cpu\",\"threads\":%d,\"fma_peak_gflops\":%.1f,\"fma_peak_path\":\"%s\","
-                "\"attention_cpu_path\":\"%s\"}\n",
+                "\"attention_cpu_path\":\"%s\",\"blas\":\"%s\",\"blas_core\":\"%s\"}\n",
                 options.threads > 0 ? options.threads : num_threads(), peak_gflops,
-                attention_cpu::available_paths().front()->name, path.name);
+                attention_cpu::available_paths().front()->name, path.name, blas.library.c_str(), blas.core.c_str());
   }
 
   struct Row {
@@ -418,6 +421,7 @@ int main(int argc, char** argv) {
                 attention_cpu::available_paths().front()->name, static_cast<long long>(options.batch),
                 static_cast<long long>(options.heads), static_cast<long long>(options.head_dim),
                 options.causal ? "causal" : "bidirectional", attention_cpu::select_path(options.head_dim).name);
+  if (peak_gflops > 0) std::printf("BLAS: %s (kernels: %s)\n", blas_info().library.c_str(), blas_info().core.c_str());
   std::printf("\n%6s  %-18s %12s %14s %10s %9s %7s %9s %9s %7s\n", "T", "case", "forward ms", "fwd+bwd ms", "peak MiB",
               "GFLOP/s", "% peak", "HKT/MHA", "HKT/MHA", "bound");
   std::printf("%6s  %-18s %12s %14s %10s %9s %7s %9s %9s %7s\n", "", "", "", "", "host RSS", "fwd+bwd", "", "fwd",

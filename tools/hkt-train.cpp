@@ -10,6 +10,7 @@
 #include "models/data/dataset.h"
 #include "models/json.h"
 #include "models/training.h"
+#include "ops/blas.h"
 
 using namespace hkt;
 
@@ -146,6 +147,7 @@ models::TrainOptions to_options(const cli::Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  hkt::reexec_with_blas_core(argv);  // before any work: OpenBLAS picks its kernels when it loads
   cli::Flags flags = declare_flags();
   // Under mpirun, rank 0 alone prints; an error on any rank ends them all
   // (the others would otherwise wait for it in the next all-reduce).
