@@ -397,6 +397,7 @@ int main(int argc, char** argv) {
           std::printf(",\"error\":\"%s\"}\n", row.m.error.c_str());
         else {
           const double flops = forward_flops(row.c, options);
+          std::printf(",\"backward_ms\":%.3f", row.m.both_ms - row.m.forward_ms);
           std::printf(",\"forward_ms\":%.3f,\"forward_backward_ms\":%.3f,\"peak_rss_mib\":%.1f", row.m.forward_ms,
                       row.m.both_ms, row.m.peak_mib);
           std::printf(",\"forward_tflops\":%.4f,\"forward_backward_tflops\":%.4f",
@@ -422,9 +423,11 @@ int main(int argc, char** argv) {
                 static_cast<long long>(options.heads), static_cast<long long>(options.head_dim),
                 options.causal ? "causal" : "bidirectional", attention_cpu::select_path(options.head_dim).name);
   if (peak_gflops > 0) std::printf("BLAS: %s (kernels: %s)\n", blas_info().library.c_str(), blas_info().core.c_str());
-  std::printf("\n%6s  %-18s %12s %14s %10s %9s %7s %9s %9s %7s\n", "T", "case", "forward ms", "fwd+bwd ms", "peak MiB",
+  std::printf("\n%6s  %-18s %11s %12s %14s %10s %9s %7s %9s %9s %7s\n", "T", "case", "forward ms", "backward ms",
+              "fwd+bwd ms", "peak MiB",
               "GFLOP/s", "% peak", "HKT/MHA", "HKT/MHA", "bound");
-  std::printf("%6s  %-18s %12s %14s %10s %9s %7s %9s %9s %7s\n", "", "", "", "", "host RSS", "fwd+bwd", "", "fwd",
+  std::printf("%6s  %-18s %11s %12s %14s %10s %9s %7s %9s %9s %7s\n", "", "", "", "", "", "host RSS", "fwd+bwd", "",
+              "fwd",
               "fwd+bwd", "");
   for (const Row& row : rows) {
     std::printf("%6lld  %-18s ", static_cast<long long>(row.c.length), case_name(row.c).c_str());
@@ -434,7 +437,8 @@ int main(int argc, char** argv) {
       std::printf("error: %s\n", row.m.error.c_str());
     else {
       const double gflops = 3.5 * forward_flops(row.c, options) / (row.m.both_ms * 1e6);
-      std::printf("%12.2f %14.2f %10.1f %9.1f", row.m.forward_ms, row.m.both_ms, row.m.peak_mib, gflops);
+      std::printf("%11.2f %12.2f %14.2f %10.1f %9.1f", row.m.forward_ms, row.m.both_ms - row.m.forward_ms, row.m.both_ms,
+                  row.m.peak_mib, gflops);
       if (peak_gflops > 0)
         std::printf(" %6.1f%%", 100.0 * gflops / peak_gflops);
       else
