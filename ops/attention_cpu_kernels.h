@@ -4,21 +4,24 @@
 // MHA is the multi-scale op with one level and λ = 1.
 //
 // Forward (FlashAttention-2's plan): one task per (batch, head, query tile).
-// For each key tile, every level's coarse score tile C_l = q_l k_lᵀ/√dh is a
-// register-blocked GEMM against keys packed transposed; coarse tiles are
-// causally masked in coarse space (column b > row a is 0) and added to the
-// fine tile S through the key map with one permute per vector. An online
-// softmax folds S into the output: O += P·V is another GEMM.
+// Every key tile of a head is packed once (transposed, per level, with its
+// key map). For each key tile: level 0's scores S₀ = λ₀ q kᵀ/√dh and each
+// coarse level's tile C_l = q_l k_lᵀ/√dh are register-blocked GEMMs; coarse
+// tiles are causally masked in coarse space (column b > row a is 0), expanded
+// to fine key columns with one permute per vector and summed once per
+// level-1 row (the maps nest), and that sum is added to S₀ inside the online
+// softmax's first pass. O += P·V is another GEMM.
 //
-// Backward: P = exp(S − lse), dP = dO·Vᵀ, dS = P ⊙ (dP − D) per tile; then
-// dV += Pᵀ·dO, dK₀ += λ₀ dSᵀ·Q₀/√dh, dQ₀ += λ₀ dS·K₀/√dh, and for l ≥ 1 the
-// tile's dS pooled onto coarse rows (vector adds) and columns (through the
-// key map), P_l, with dλ_l += Σ P_l ⊙ C_l and the coarse gradients as GEMMs.
-// Tasks are (batch, head, key chunk): a chunk owns its key tiles' dK₀ and dV
-// rows; the gradients that several chunks touch (every dQ_l, dK_l for l ≥ 1)
-// go to a buffer per chunk, summed in chunk order afterwards. The chunk count
-// depends on the problem only, never on the thread count, so results are
-// bitwise the same for any number of threads.
+// Backward: S recomputed the same way, P = exp(S − lse), dP = dO·Vᵀ,
+// dS = P ⊙ (dP − D) per tile; then dV += Pᵀ·dO, dK₀ += λ₀ dSᵀ·Q₀/√dh,
+// dQ₀ += λ₀ dS·K₀/√dh, and for l ≥ 1 the tile's dS pooled onto coarse rows
+// (vector adds) and columns (vector pair sums for power-of-two blocks), P_l,
+// with the coarse gradients as GEMMs; dλ_l = Σ q_l ⊙ (P_l k_l)/√dh reuses
+// the dq_l product. Tasks are (batch, head, key chunk): a chunk owns its key
+// tiles' dK₀ and dV rows; the gradients that several chunks touch (every
+// dQ_l, dK_l for l ≥ 1) go to a buffer per chunk, summed in chunk order
+// afterwards. The chunk count depends on the problem only, never on the
+// thread count, so results are bitwise the same for any number of threads.
 #include <algorithm>
 
 #include "engine/cpu_allocator.h"
