@@ -5,15 +5,17 @@
 // cuda/<family>.cu registers the CUDA ones under the same op names. An op
 // looks its kernel up by name and by the device of its inputs:
 //
-//   auto* add = dispatch::kernel<BinaryKernel>("add", a.device());
+//   auto add = dispatch::kernel<BinaryKernel>("add", a.device());
 //
 // A lookup checks the kernel's signature, so a mismatch is an Error, not UB.
 #include <cstddef>
+#include <chrono>
 #include <string>
 #include <typeindex>
 #include <typeinfo>
 
 #include "engine/device.h"
+#include "engine/profiler.h"
 
 namespace hkt::dispatch {
 
@@ -23,9 +25,41 @@ void register_kernel(const std::string& op, DeviceType device, AnyKernel fn, std
 AnyKernel find_kernel(const std::string& op, Device device, std::type_index signature);
 bool has_kernel(const std::string& op, DeviceType device);
 
+// A looked-up kernel: call it like the function, or convert it to Fn*. While
+// the profiler is on (engine/profiler.h) the call's wall time goes to op.
 template <class Fn>
-Fn* kernel(const std::string& op, Device device) {
-  return reinterpret_cast<Fn*>(find_kernel(op, device, typeid(Fn)));
+class KernelCall;
+
+template <class R, class... Args>
+class KernelCall<R(Args...)> {
+ public:
+  KernelCall(R (*fn)(Args...), const std::string& op) : fn_(fn) {
+    if (profiler::enabled()) op_ = op;
+  }
+  using Pointer = R (*)(Args...);
+  // The kernel's own parameter types (not a template): braced arguments work.
+  R operator()(Args... args) const {
+    if (op_.empty()) return fn_(std::forward<Args>(args)...);
+    const auto start = std::chrono::steady_clock::now();
+    struct Record {  // on every way out, exceptions included
+      const std::string& op;
+      std::chrono::steady_clock::time_point start;
+      ~Record() {
+        profiler::add(op, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+      }
+    } record{op_, start};
+    return fn_(std::forward<Args>(args)...);
+  }
+  operator Pointer() const { return fn_; }
+
+ private:
+  R (*fn_)(Args...);
+  std::string op_;  // empty unless profiling
+};
+
+template <class Fn>
+KernelCall<Fn> kernel(const std::string& op, Device device) {
+  return KernelCall<Fn>(reinterpret_cast<Fn*>(find_kernel(op, device, typeid(Fn))), op);
 }
 
 // Memory of one device type: allocate, free, copy bytes to and from the host.
