@@ -4,8 +4,11 @@
 #include <cstdlib>
 #include <string>
 
+#include "engine/autograd.h"
 #include "ops/attention_reference.h"
+#include "ops/elementwise.h"
 #include "ops/multiscale_attention.h"
+#include "ops/shape.h"
 
 namespace hkt::models {
 namespace {
@@ -33,15 +36,15 @@ Tensor with_test_fault(const Tensor& gate_logit) {
 }  // namespace
 
 LevelProjections::LevelProjections(int64_t d, Generator& generator) {
-  q = register_module("q", std::make_shared<Linear>(d, d, generator));
-  k = register_module("k", std::make_shared<Linear>(d, d, generator));
+  q = register_module("q", std::make_shared<nn::Linear>(d, d, generator));
+  k = register_module("k", std::make_shared<nn::Linear>(d, d, generator));
 }
 
 Downsample::Downsample(int64_t d, int64_t kernel, int64_t stride_, Generator& generator) : stride(stride_) {
   const double std = 1.0 / std::sqrt(static_cast<double>(kernel));
   weight = register_parameter("weight", randn({d, kernel}, generator, DType::Float32, Device::cpu(), 0.0, std));
   bias = register_parameter("bias", Tensor::zeros({d}));
-  ln = register_module("ln", std::make_shared<LayerNorm>(d));
+  ln = register_module("ln", std::make_shared<nn::LayerNorm>(d));
 }
 
 Tensor Downsample::forward(const Tensor& x) const {
@@ -59,8 +62,8 @@ HKTAttention::HKTAttention(const ModelConfig& config, Generator& generator) : co
   auto level_list = register_module("levels", std::make_shared<Module>());
   for (int64_t l = 0; l < config.levels; ++l)
     levels.push_back(level_list->register_module(std::to_string(l), std::make_shared<LevelProjections>(d, generator)));
-  v = register_module("v", std::make_shared<Linear>(d, d, generator));
-  o = register_module("o", std::make_shared<Linear>(d, d, generator));
+  v = register_module("v", std::make_shared<nn::Linear>(d, d, generator));
+  o = register_module("o", std::make_shared<nn::Linear>(d, d, generator));
   if (config.levels > 1) {
     auto down_list = register_module("down", std::make_shared<Module>());
     for (int64_t l = 1; l < config.levels; ++l)

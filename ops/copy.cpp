@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "engine/dispatch.h"
+#include "engine/tensor_ops.h"
 #include "ops/common.h"
 
 namespace hkt {
@@ -54,5 +55,13 @@ Tensor copy_to_device(const Tensor& x, Device device) {
   target.copy_from_host(out.raw_data(), host.data(), host.size(), device.index);
   return out;
 }
+
+// Tensor::clone() and to() call these from the engine (engine/tensor_ops.h).
+const bool tensor_ops_registered = [] {
+  tensor_ops().copy = copy;
+  tensor_ops().cast = cast;
+  tensor_ops().copy_to_device = copy_to_device;
+  return true;
+}();
 
 }  // namespace hkt

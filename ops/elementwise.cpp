@@ -3,6 +3,7 @@
 #include "ops/elementwise.h"
 
 #include "engine/dispatch.h"
+#include "engine/tensor_ops.h"
 #include "ops/broadcast.h"
 #include "ops/common.h"
 #include "ops/elementwise_math.h"
@@ -199,5 +200,12 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   });
   return out;
 }
+
+// backward() sums the gradients of a tensor used more than once with add
+// (engine/tensor_ops.h).
+const bool tensor_ops_registered = [] {
+  tensor_ops().add = static_cast<Tensor (*)(const Tensor&, const Tensor&)>(add);
+  return true;
+}();
 
 }  // namespace hkt

@@ -57,9 +57,10 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
 
   Tensor out = Tensor::empty(shape, x.dtype(), x.device());
   dispatch::kernel<MaskedFillKernel>("masked_fill", x.device())(x, mask, value, out);
-  record("masked_fill", {x}, out, [mask = mask.detach()](const Tensor& g) -> std::vector<Tensor> {
-    return {masked_fill(g, mask, 0.0)};
-  });
+  record(
+      "masked_fill", {x}, out,
+      [mask = mask.detach()](const Tensor& g) -> std::vector<Tensor> { return {masked_fill(g, mask, 0.0)}; },
+      ForwardInf::Intended);  // -inf masks on purpose: not an anomaly
   return out;
 }
 

@@ -10,8 +10,9 @@
 #include <functional>
 #include <map>
 
-#include "models/cli.h"
-#include "models/json.h"
+#include "engine/threads.h"
+#include "io/cli.h"
+#include "io/json.h"
 #include "tools/inspect/analysis.h"
 #include "tools/inspect/attention_maps.h"
 #include "tools/inspect/gradients.h"

@@ -5,8 +5,9 @@
 #include <map>
 #include <set>
 
-#include "models/json.h"
-#include "models/safetensors.h"
+#include "hkt.h"
+#include "io/json.h"
+#include "io/safetensors.h"
 #include "tools/inspect/run.h"
 
 namespace hkt::inspect {
