@@ -136,9 +136,9 @@ void scale_cuda(Tensor& x, double factor) {
 
 }  // namespace
 
-HKT_REGISTER_KERNEL("sgd_step", DeviceType::CUDA, sgd_step_cuda);
-HKT_REGISTER_KERNEL("adamw_step", DeviceType::CUDA, adamw_step_cuda);
-HKT_REGISTER_KERNEL("adamw_step_multi", DeviceType::CUDA, adamw_step_multi_cuda);
-HKT_REGISTER_KERNEL("scale_", DeviceType::CUDA, scale_cuda);
+HKT_REGISTER_KERNEL(kernels::sgd_step, DeviceType::CUDA, sgd_step_cuda);
+HKT_REGISTER_KERNEL(kernels::adamw_step, DeviceType::CUDA, adamw_step_cuda);
+HKT_REGISTER_KERNEL(kernels::adamw_step_multi, DeviceType::CUDA, adamw_step_multi_cuda);
+HKT_REGISTER_KERNEL(kernels::scale_, DeviceType::CUDA, scale_cuda);
 
 }  // namespace hkt::cuda

@@ -57,6 +57,12 @@ void register_kernel(const std::string& op, DeviceType device, AnyKernel fn, std
 
 bool has_kernel(const std::string& op, DeviceType device) { return kernel_table().count({op, device}) > 0; }
 
+std::vector<RegisteredKernel> registered_kernels() {
+  std::vector<RegisteredKernel> out;
+  for (const auto& [key, _] : kernel_table()) out.push_back({key.first, key.second});
+  return out;
+}
+
 AnyKernel find_kernel(const std::string& op, Device device, std::type_index signature) {
   auto it = kernel_table().find({op, device.type});
   if (it == kernel_table().end()) fail(op, ": no kernel for device ", device.str());

@@ -2,16 +2,18 @@
 // The one place that knows devices: op × device → kernel, device → allocator.
 //
 // Each ops/<family>.cpp registers its CPU kernels with HKT_REGISTER_KERNEL;
-// cuda/<family>.cu registers the CUDA ones under the same op names. An op
-// looks its kernel up by name and by the device of its inputs:
+// cuda/<family>.cu registers the CUDA ones under the same op names, declared
+// once beside the kernel signatures (ops/<family>.h, namespace kernels). An
+// op looks its kernel up by name and by the device of its inputs:
 //
-//   auto* add = dispatch::kernel<BinaryKernel>("add", a.device());
+//   auto* add = dispatch::kernel<BinaryKernel>(kernels::add, a.device());
 //
 // A lookup checks the kernel's signature, so a mismatch is an Error, not UB.
 #include <cstddef>
 #include <string>
 #include <typeindex>
 #include <typeinfo>
+#include <vector>
 
 #include "engine/device.h"
 
@@ -22,6 +24,14 @@ using AnyKernel = void (*)();
 void register_kernel(const std::string& op, DeviceType device, AnyKernel fn, std::type_index signature);
 AnyKernel find_kernel(const std::string& op, Device device, std::type_index signature);
 bool has_kernel(const std::string& op, DeviceType device);
+
+// Every registered (op, device type) pair, sorted by op, CPU before CUDA
+// (tests/test_kernel_coverage.cpp holds them against the tests).
+struct RegisteredKernel {
+  std::string op;
+  DeviceType device;
+};
+std::vector<RegisteredKernel> registered_kernels();
 
 template <class Fn>
 Fn* kernel(const std::string& op, Device device) {

@@ -63,7 +63,7 @@ void SGD::step() {
     if (!g.defined()) continue;
     Tensor none;
     Tensor& velocity = velocity_.empty() ? none : velocity_[i];
-    dispatch::kernel<SGDKernel>("sgd_step", p.device())(
+    dispatch::kernel<SGDKernel>(kernels::sgd_step, p.device())(
         p, g, velocity, {lr_, options_.momentum, options_.weight_decay, step_count_ == 0});
   }
   ++step_count_;
@@ -110,12 +110,12 @@ void AdamW::step() {
   }
   if (params.empty()) return;
   const Device device = params.front().device();
-  if (one_device && dispatch::has_kernel("adamw_step_multi", device.type)) {
-    dispatch::kernel<AdamWMultiKernel>("adamw_step_multi", device)(params, grads, exp_avg, exp_avg_sq, hyper);
+  if (one_device && dispatch::has_kernel(kernels::adamw_step_multi, device.type)) {
+    dispatch::kernel<AdamWMultiKernel>(kernels::adamw_step_multi, device)(params, grads, exp_avg, exp_avg_sq, hyper);
     return;
   }
   for (size_t i = 0; i < params.size(); ++i)
-    dispatch::kernel<AdamWKernel>("adamw_step", params[i].device())(params[i], grads[i], exp_avg[i], exp_avg_sq[i],
+    dispatch::kernel<AdamWKernel>(kernels::adamw_step, params[i].device())(params[i], grads[i], exp_avg[i], exp_avg_sq[i],
                                                                       hyper);
 }
 
@@ -164,7 +164,7 @@ double clip_grad_norm(const NamedTensors& parameters, double max_norm) {
     double factor = max_norm / (norm + 1e-6);
     for (const auto& [_, p] : parameters) {
       Tensor g = p.grad();
-      if (g.defined()) dispatch::kernel<ScaleKernel>("scale_", g.device())(g, factor);
+      if (g.defined()) dispatch::kernel<ScaleKernel>(kernels::scale_, g.device())(g, factor);
     }
   }
   return norm;

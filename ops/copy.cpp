@@ -23,7 +23,7 @@ void cast_cpu(const Tensor& x, Tensor& out) {
   });
 }
 
-HKT_REGISTER_KERNEL("cast", DeviceType::CPU, cast_cpu);
+HKT_REGISTER_KERNEL(kernels::cast, DeviceType::CPU, cast_cpu);
 
 Tensor copy(const Tensor& x) {
   check_defined("copy", x);
@@ -39,7 +39,7 @@ Tensor cast(const Tensor& x, DType dtype) {
   check(!x.requires_grad() || is_floating(dtype), "cast: ", x.str(), " requires grad and cannot be cast to ",
         dtype_name(dtype), " (gradients flow only between floating types)");
   Tensor out = Tensor::empty(x.shape(), dtype, x.device());
-  dispatch::kernel<CastKernel>("cast", x.device())(x, out);
+  dispatch::kernel<CastKernel>(kernels::cast, x.device())(x, out);
   record("cast", {x}, out, [from = x.dtype()](const Tensor& g) -> std::vector<Tensor> { return {cast(g, from)}; });
   return out;
 }

@@ -57,8 +57,8 @@ void scale_cpu(Tensor& x, double factor) {
   });
 }
 
-HKT_REGISTER_KERNEL("sgd_step", DeviceType::CPU, sgd_step_cpu);
-HKT_REGISTER_KERNEL("adamw_step", DeviceType::CPU, adamw_step_cpu);
-HKT_REGISTER_KERNEL("scale_", DeviceType::CPU, scale_cpu);
+HKT_REGISTER_KERNEL(kernels::sgd_step, DeviceType::CPU, sgd_step_cpu);
+HKT_REGISTER_KERNEL(kernels::adamw_step, DeviceType::CPU, adamw_step_cpu);
+HKT_REGISTER_KERNEL(kernels::scale_, DeviceType::CPU, scale_cpu);
 
 }  // namespace hkt

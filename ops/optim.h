@@ -12,7 +12,14 @@
 
 namespace hkt {
 
-// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+// ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
+
+namespace kernels {  // the names they register under, declared once (ops/, cuda/ and the lookups use them)
+inline constexpr const char* sgd_step = "sgd_step";
+inline constexpr const char* adamw_step = "adamw_step";
+inline constexpr const char* adamw_step_multi = "adamw_step_multi";
+inline constexpr const char* scale_ = "scale_";
+}  // namespace kernels
 
 struct SGDHyper {
   double lr, momentum, weight_decay;
