@@ -54,6 +54,25 @@ const Allocator& allocator(Device device);
 // built in or (for CUDA) no device is present.
 int device_count(DeviceType device);
 
+// Replaces the kernel of (op, device) while it lives and puts the old one
+// back (or none): the way a test swaps a kernel (tools/inspect/test_faults.h).
+class KernelOverride {
+ public:
+  template <class Fn>
+  KernelOverride(const std::string& op, DeviceType device, Fn* fn)
+      : KernelOverride(op, device, reinterpret_cast<AnyKernel>(fn), typeid(Fn)) {}
+  ~KernelOverride();
+  KernelOverride(const KernelOverride&) = delete;
+  KernelOverride& operator=(const KernelOverride&) = delete;
+
+ private:
+  KernelOverride(const std::string& op, DeviceType device, AnyKernel fn, std::type_index signature);
+  std::string op_;
+  DeviceType device_;
+  AnyKernel previous_ = nullptr;
+  std::type_index previous_signature_ = typeid(void);
+};
+
 struct KernelRegistrar {
   template <class Fn>
   KernelRegistrar(const char* op, DeviceType device, Fn* fn) {

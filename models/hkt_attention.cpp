@@ -1,10 +1,8 @@
 #include "models/hkt_attention.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
-#include "engine/autograd.h"
 #include "ops/attention_reference.h"
 #include "ops/elementwise.h"
 #include "ops/multiscale_attention.h"
@@ -18,19 +16,6 @@ Tensor channel_gates(const Tensor& gate_logit, int64_t head_dim) {
   const int64_t heads = gate_logit.size(0);
   Tensor gates = reshape(sigmoid(gate_logit), {heads, 1});
   return reshape(broadcast_to(gates, {heads, head_dim}), {heads * head_dim});
-}
-
-// Test-only fault, so that the gradient checker (hkt-inspect gradcheck) can be
-// shown to fail on a wrong backward: with the environment variable
-// HKT_TEST_BREAK_BACKWARD=hkt_gate the gradient reaching gate_logit is doubled.
-// Forward values never change; no tool sets the variable.
-Tensor with_test_fault(const Tensor& gate_logit) {
-  const char* fault = std::getenv("HKT_TEST_BREAK_BACKWARD");
-  if (fault == nullptr || std::string(fault) != "hkt_gate") return gate_logit;
-  Tensor out = gate_logit.detach().clone();
-  record("broken_gate_backward", {gate_logit}, out,
-         [](const Tensor& grad) -> std::vector<Tensor> { return {mul(grad, 2.0)}; });
-  return out;
 }
 
 }  // namespace
@@ -95,7 +80,7 @@ Tensor HKTAttention::forward(const Tensor& x, const SequenceMask& mask) const {
   Tensor attended =
       merge_heads(op(queries, keys, head_values, level_logits, mask.lengths_tensor, config_.stride, mask.causal));
   Tensor convolved = conv->forward(values);
-  Tensor gates = channel_gates(with_test_fault(gate_logit), config_.head_dim());
+  Tensor gates = channel_gates(gate_logit, config_.head_dim());
   Tensor mixed = add(mul(attended, gates), mul(convolved, add(neg(gates), 1.0)));
   return o->forward(mixed);
 }
