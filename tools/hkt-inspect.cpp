@@ -173,7 +173,7 @@ int run_analysis(const cli::Flags& flags) {
   const int64_t length = flags.was_given("seq-len") ? flags.get_int("seq-len") : in.batch.tokens.size(1);
   const std::vector<ScoreKurtosis> kurtosis = score_kurtosis(attention_maps(*in.run.model, in.batch));
   const std::vector<BilinearSplit> splits = bilinear_splits(*in.run.model);
-  const ScoreCost cost = score_cost(length, config.stride, config.attention == "hkt" ? config.levels : 1);
+  const ScoreCost cost = score_cost(length, config.stride, config.attention_levels());
   if (flags.get_bool("json")) {
     print_json(analysis_json(kurtosis, splits, cost));
     return 0;
