@@ -7,6 +7,7 @@
 #include <new>
 #include <utility>
 
+#include "engine/cpu_allocator.h"
 #include "engine/device_choice.h"
 #include "engine/error.h"
 
@@ -32,14 +33,9 @@ std::map<DeviceType, Allocator>& allocator_table() {
 
 const char* device_type_name(DeviceType type) { return type == DeviceType::CPU ? "cpu" : "cuda"; }
 
-// CPU memory is 64-byte aligned so that vector loads never split a cache line.
-void* cpu_allocate(size_t nbytes, int) {
-  size_t rounded = (nbytes + 63) / 64 * 64;
-  void* data = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-  if (data == nullptr) fail("cpu allocator: out of memory allocating ", nbytes, " bytes");
-  return data;
-}
-void cpu_deallocate(void* data, int) { std::free(data); }
+// engine/cpu_allocator.h: 64-byte aligned blocks, cached for reuse.
+void* cpu_allocate(size_t nbytes, int) { return cpu_allocator::allocate(nbytes); }
+void cpu_deallocate(void* data, int) { cpu_allocator::deallocate(data); }
 void cpu_copy(void* to, const void* from, size_t nbytes, int) {
   if (nbytes > 0) std::memcpy(to, from, nbytes);
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/dispatch.h"
+#include "ops/attention_cpu.h"
 #include "ops/attention_tiles.h"
 #include "ops/common.h"
 
@@ -24,7 +25,7 @@ std::atomic<int64_t> cpu_tile{64};
 int64_t attention_cpu_tile() { return cpu_tile.load(); }
 
 void set_attention_cpu_tile(int64_t tile) {
-  attention_tiles::visit_tile("set_attention_cpu_tile", tile, [](auto) {});
+  attention_tiles::check_tile("set_attention_cpu_tile", tile);
   cpu_tile.store(tile);
 }
 
@@ -43,138 +44,79 @@ Tensor checked_lengths(const char* op, const Tensor& lengths, int64_t batch, int
   return Tensor::from_vector(values, {batch}, device);
 }
 
+void check_tile(const char* op, int64_t tile) {
+  check(tile == 8 || tile == 16 || tile == 32 || tile == 64, op, ": tile ", tile, " is not one of 8, 16, 32, 64");
+}
+
 }  // namespace attention_tiles
 
 // ---- CPU kernels ----------------------------------------------------------
+// ops/attention_cpu_kernels.h, run as the multi-scale kernel with one level.
 
 namespace {
 
-using namespace attention_tiles;
-
-// One task per (batch, head, query tile), each written by one thread: the
-// result does not depend on the thread count.
-template <class T, int64_t Tile>
-void attention_forward_tiles(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths,
-                             const AttentionDims& dims, Tensor& out, Tensor& log_sum_exp) {
-  const int64_t length = dims.length, dh = dims.head_dim;
-  const int64_t query_tiles = (length + Tile - 1) / Tile, tasks = dims.batch * dims.heads * query_tiles;
-  const T scale = T(1) / std::sqrt(T(dh));
-  const T* pq = q.data<T>();
-  const T* pk = k.data<T>();
-  const T* pv = v.data<T>();
-  const int64_t* valid_keys = lengths.data<int64_t>();
-  T* po = out.data<T>();
-  T* plse = log_sum_exp.data<T>();
-#pragma omp parallel if (tasks * Tile * length * dh > HKT_OMP_MIN_WORK)
-  {
-    std::vector<T> keys_t(dh * Tile), acc(Tile * dh);
-    T scores[Tile], running_max[Tile], running_sum[Tile];
-#pragma omp for schedule(dynamic)
-    for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t head_index = task / query_tiles, i0 = (task % query_tiles) * Tile;
-      const int64_t i1 = std::min(length, i0 + Tile), rows = i1 - i0;
-      const int64_t valid = valid_keys[head_index / dims.heads];
-      const int64_t head_offset = head_index * length * dh;
-      std::fill(acc.begin(), acc.end(), T(0));
-      std::fill(running_max, running_max + Tile, -std::numeric_limits<T>::infinity());
-      std::fill(running_sum, running_sum + Tile, T(0));
-      const int64_t key_end = key_limit(i1 - 1, valid, dims.causal);
-      for (int64_t j0 = 0; j0 < key_end; j0 += Tile) {
-        const int64_t j1 = std::min(key_end, j0 + Tile);
-        load_transposed(pk + head_offset + j0 * dh, j1 - j0, dh, Tile, keys_t.data());
-        for (int64_t r = 0; r < rows; ++r) {
-          const int64_t count = std::min(key_limit(i0 + r, valid, dims.causal), j1) - j0;
-          if (count <= 0) continue;
-          score_row(pq + head_offset + (i0 + r) * dh, keys_t.data(), dh, Tile, count, scale, scores);
-          online_softmax_step(scores, count, pv + head_offset + j0 * dh, dh, running_max[r], running_sum[r],
-                              acc.data() + r * dh);
-        }
-      }
-      for (int64_t r = 0; r < rows; ++r)
-        finish_row(acc.data() + r * dh, running_max[r], running_sum[r], dh, po + head_offset + (i0 + r) * dh,
-                   plse + head_index * length + i0 + r);
-    }
-  }
+attention_cpu::Problem cpu_problem(const AttentionDims& dims, const Tensor& lengths) {
+  attention_cpu::Problem p;
+  p.batch = dims.batch;
+  p.heads = dims.heads;
+  p.length = dims.length;
+  p.head_dim = dims.head_dim;
+  p.causal = dims.causal;
+  p.tile = dims.tile;
+  p.lengths = lengths.data<int64_t>();
+  p.parallel = dims.batch * dims.heads * dims.length * dims.length * dims.head_dim > HKT_OMP_MIN_WORK;
+  p.level_rows = {dims.length};
+  p.level_block = {1};
+  return p;
 }
 
-// FlashAttention-2's backward, with D_i = Σ_d dO_i · O_i:
-//   P = exp(S − lse),  dV += Pᵀ dO,  dP = dO vᵀ,  dS = P ⊙ (dP − D),
-//   dQ += dS k / sqrt(dh),  dK += dSᵀ q / sqrt(dh)
-// One task per (batch, head): its dQ, dK, dV rows are written by one thread,
-// key tiles outer and queries inner in a fixed order.
-template <class T, int64_t Tile>
-void attention_backward_tiles(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths,
-                              const Tensor& out, const Tensor& log_sum_exp, const Tensor& grad_out,
-                              const AttentionDims& dims, Tensor& grad_q, Tensor& grad_k, Tensor& grad_v) {
-  const int64_t length = dims.length, dh = dims.head_dim, tasks = dims.batch * dims.heads;
-  const T scale = T(1) / std::sqrt(T(dh));
-  const T *pq = q.data<T>(), *pk = k.data<T>(), *pv = v.data<T>(), *po = out.data<T>();
-  const T *plse = log_sum_exp.data<T>(), *pgo = grad_out.data<T>();
-  const int64_t* valid_keys = lengths.data<int64_t>();
-  T *pgq = grad_q.data<T>(), *pgk = grad_k.data<T>(), *pgv = grad_v.data<T>();
-#pragma omp parallel if (tasks * length * length * dh > HKT_OMP_MIN_WORK)
-  {
-    std::vector<T> keys_t(dh * Tile), values_t(dh * Tile), delta(length);
-    T probs[Tile], grad_probs[Tile];
-#pragma omp for schedule(dynamic)
-    for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t offset = task * length * dh, valid = valid_keys[task / dims.heads];
-      const T *qs = pq + offset, *ks = pk + offset, *vs = pv + offset, *go = pgo + offset;
-      const T* lse = plse + task * length;
-      T *gq = pgq + offset, *gk = pgk + offset, *gv = pgv + offset;
-      std::fill(gq, gq + length * dh, T(0));
-      std::fill(gk, gk + length * dh, T(0));
-      std::fill(gv, gv + length * dh, T(0));
-      for (int64_t i = 0; i < length; ++i) delta[i] = dot(go + i * dh, po + offset + i * dh, dh);
-      for (int64_t j0 = 0; j0 < valid; j0 += Tile) {
-        const int64_t j1 = std::min(valid, j0 + Tile);
-        load_transposed(ks + j0 * dh, j1 - j0, dh, Tile, keys_t.data());
-        load_transposed(vs + j0 * dh, j1 - j0, dh, Tile, values_t.data());
-        for (int64_t i = dims.causal ? j0 : 0; i < length; ++i) {  // causally, rows i < j0 see none of these keys
-          const int64_t count = std::min(key_limit(i, valid, dims.causal), j1) - j0;
-          if (count <= 0) continue;
-          const T* query = qs + i * dh;
-          const T* grad_row = go + i * dh;
-          score_row(query, keys_t.data(), dh, Tile, count, scale, probs);
-          for (int64_t c = 0; c < count; ++c) probs[c] = std::exp(probs[c] - lse[i]);
-          score_row(grad_row, values_t.data(), dh, Tile, count, T(1), grad_probs);
-          for (int64_t c = 0; c < count; ++c) {
-            const T grad_score = probs[c] * (grad_probs[c] - delta[i]) * scale;
-            add_scaled(gv + (j0 + c) * dh, grad_row, probs[c], dh);
-            add_scaled(gk + (j0 + c) * dh, query, grad_score, dh);
-            add_scaled(gq + i * dh, ks + (j0 + c) * dh, grad_score, dh);
-          }
-        }
-      }
-    }
-  }
+template <class T>
+attention_cpu::ForwardArgs<T> forward_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                           const Tensor& log_sum_exp) {
+  attention_cpu::ForwardArgs<T> args;
+  args.queries = {q.data<T>()};
+  args.keys = {k.data<T>()};
+  args.values = v.data<T>();
+  args.out = out.data<T>();
+  args.log_sum_exp = log_sum_exp.data<T>();
+  return args;
 }
 
-void attention_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths, const AttentionDims& dims,
-                   Tensor& out, Tensor& log_sum_exp) {
-  visit_floating("attention", q.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    visit_tile("attention", dims.tile, [&](auto tile) {
-      attention_forward_tiles<T, decltype(tile)::value>(q, k, v, lengths, dims, out, log_sum_exp);
-    });
-  });
+void attention_forward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths, const AttentionDims& dims,
+                           Tensor& out, Tensor& log_sum_exp) {
+  const attention_cpu::Problem p = cpu_problem(dims, lengths);
+  if (q.dtype() == DType::Float64)
+    return attention_cpu::forward_plain(p, forward_args<double>(q, k, v, out, log_sum_exp));
+  attention_cpu::select_path(dims.head_dim).forward(p, forward_args<float>(q, k, v, out, log_sum_exp));
+}
+
+template <class T>
+attention_cpu::BackwardArgs<T> backward_args(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                             const Tensor& log_sum_exp, const Tensor& grad_out, Tensor& grad_q,
+                                             Tensor& grad_k, Tensor& grad_v) {
+  attention_cpu::BackwardArgs<T> args;
+  args.forward = forward_args<T>(q, k, v, out, log_sum_exp);
+  args.grad_out = grad_out.data<T>();
+  args.grad_queries = {grad_q.data<T>()};
+  args.grad_keys = {grad_k.data<T>()};
+  args.grad_values = grad_v.data<T>();
+  return args;
 }
 
 void attention_backward_cpu(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths, const Tensor& out,
                             const Tensor& log_sum_exp, const Tensor& grad_out, const AttentionDims& dims,
                             Tensor& grad_q, Tensor& grad_k, Tensor& grad_v) {
-  visit_floating("attention_backward", q.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    visit_tile("attention_backward", dims.tile, [&](auto tile) {
-      attention_backward_tiles<T, decltype(tile)::value>(q, k, v, lengths, out, log_sum_exp, grad_out, dims, grad_q,
-                                                         grad_k, grad_v);
-    });
-  });
+  const attention_cpu::Problem p = cpu_problem(dims, lengths);
+  if (q.dtype() == DType::Float64)
+    return attention_cpu::backward_plain(
+        p, backward_args<double>(q, k, v, out, log_sum_exp, grad_out, grad_q, grad_k, grad_v));
+  attention_cpu::select_path(dims.head_dim)
+      .backward(p, backward_args<float>(q, k, v, out, log_sum_exp, grad_out, grad_q, grad_k, grad_v));
 }
 
 }  // namespace
 
-HKT_REGISTER_KERNEL("attention", DeviceType::CPU, attention_cpu);
+HKT_REGISTER_KERNEL("attention", DeviceType::CPU, attention_forward_cpu);
 HKT_REGISTER_KERNEL("attention_backward", DeviceType::CPU, attention_backward_cpu);
 
 // ---- op -------------------------------------------------------------------

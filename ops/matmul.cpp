@@ -6,9 +6,12 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
+#include <iostream>
 #include <string>
 
 #include "engine/dispatch.h"
+#include "ops/blas.h"
 #include "ops/common.h"
 #include "ops/elementwise.h"
 #include "ops/shape.h"
@@ -19,8 +22,22 @@ namespace hkt {
 
 namespace {
 
+// Once per process: say so when OpenBLAS chose kernels below this CPU (ops/blas.h).
+void warn_if_blas_core_is_slow() {
+  static const bool warned = [] {
+    const BlasInfo info = blas_info();
+    if (!info.suggested_core.empty() && !std::getenv("OPENBLAS_CORETYPE"))
+      std::cerr << "hkt: warning: OpenBLAS runs its " << info.core << " kernels on a CPU that can run "
+                << info.suggested_core << "'s: GEMMs up to 5x slower. Set OPENBLAS_CORETYPE="
+                << info.suggested_core << " before the program starts.\n";
+    return true;
+  }();
+  (void)warned;
+}
+
 void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const float* a, int lda,
                const float* b, int ldb, float beta, float* c, int ldc) {
+  warn_if_blas_core_is_slow();
   cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 

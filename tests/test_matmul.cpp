@@ -1,3 +1,4 @@
+#include "ops/blas.h"
 #include "tests/gradcheck.h"
 
 using namespace hkt;
@@ -154,4 +155,20 @@ TEST_CASE("matmul and linear reject bad input with the op and shapes named") {
                       "linear: weight [8, 5] but bias [7]");
   REQUIRE_THROWS_WITH(linear(Tensor::zeros({4, 5}), Tensor::zeros({5})), "linear: weight [5] is not 2-D [out, in]");
   REQUIRE_THROWS_WITH(linear(Tensor::zeros({4, 5}), Tensor()), "linear: weight is an undefined tensor");
+}
+
+TEST_CASE("the BLAS core check flags pre-AVX2 kernels on AVX2 and AVX-512 CPUs, and nothing else") {
+  CHECK(blas_core_fix("Prescott", true, false) == "Haswell");
+  CHECK(blas_core_fix("Prescott", true, true) == "SkylakeX");
+  CHECK(blas_core_fix("NEHALEM", true, true) == "SkylakeX");  // case does not matter
+  CHECK(blas_core_fix("Sandybridge", true, false) == "Haswell");
+  CHECK(blas_core_fix("Prescott", false, false).empty());  // an old CPU: Prescott fits it
+  CHECK(blas_core_fix("Haswell", true, false).empty());
+  CHECK(blas_core_fix("SkylakeX", true, true).empty());
+  CHECK(blas_core_fix("Cooperlake", true, true).empty());
+  CHECK(blas_core_fix("Zen", true, false).empty());
+  const BlasInfo info = blas_info();
+  INFO(info.library << " / " << info.core);
+  CHECK(info.library.rfind("OpenBLAS", 0) == 0);
+  CHECK(!info.core.empty());
 }

@@ -5,7 +5,13 @@
 // cuda/multiscale_attention.cu) against the composed ops on the GPU (cuBLAS
 // gemm, ...) at B = 4, H = 8, dh = 64, with achieved TFLOP/s.
 //
-//   hkt-bench [--device cpu|cuda] [--max-t 8192] [--threads N] [--repeats 3] [--causal]
+//   hkt-bench [--device cpu|cuda] [--min-t 256] [--max-t 8192] [--batch B] [--heads H] [--head-dim dh]
+//             [--threads N] [--repeats 3] [--causal] [--fused-only]
+//
+// On the CPU it first measures the machine's limit: a register-only FMA loop
+// on every thread at once with the widest SIMD path this CPU runs (printed
+// once); each case then reports its GFLOP/s as a share of that peak, and the
+// CPU path (ops/attention_cpu.h) the fused ops ran.
 //
 // Each case runs in its own child process (fork + exec of this program), so
 // its peak RSS (getrusage ru_maxrss) is its own. One JSON line per case, then
@@ -39,6 +45,8 @@
 
 #include "hkt.h"
 #include "engine/dispatch.h"
+#include "ops/attention_cpu.h"
+#include "ops/blas.h"
 #include "ops/attention_reference.h"
 
 using namespace hkt;
@@ -57,15 +65,20 @@ struct Options {
   Device device = Device::cpu();
   int64_t batch = 1, heads = 4, head_dim = 16;  // --device cuda: 4, 8, 64
   double composed_limit_bytes = 4.0 * (1LL << 30);  // --device cuda: 32 GiB
-  int64_t max_length = 8192;
+  int64_t min_length = 256, max_length = 8192;
+  bool fused_only = false;
   int threads = 0;  // 0: OpenMP's default
   int repeats = 3;
   bool causal = false;
 };
 
+constexpr const char* kUsage =
+    "usage: hkt-bench [--device cpu|cuda] [--min-t T] [--max-t T] [--batch B] [--heads H] [--head-dim dh]\n"
+    "                 [--threads N] [--repeats R] [--causal] [--fused-only]\n";
+
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "hkt-bench: " << problem << "\n"
-            << "usage: hkt-bench [--device cpu|cuda] [--max-t T] [--threads N] [--repeats R] [--causal]\n";
+            << kUsage;
   std::exit(2);
 }
 
@@ -117,6 +130,23 @@ void wait_for_device(const Options& options) {
 
 double milliseconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The machine's FMA limit: every thread runs the widest path's register-only
+// FMA loop at once for about 0.3 s; FLOPs over wall time.
+double fma_peak_gflops(int threads) {
+  const attention_cpu::Path& path = *attention_cpu::available_paths().front();
+  constexpr int64_t kIterations = 1 << 22;
+  path.fma_loop(kIterations / 16);  // warm up: clocks settle, threads start
+  double best = 0;
+  for (int round = 0; round < 3; ++round) {
+    double flops = 0;
+    const auto start = std::chrono::steady_clock::now();
+#pragma omp parallel num_threads(threads) reduction(+ : flops)
+    flops += path.fma_loop(kIterations);
+    best = std::max(best, flops / (milliseconds_since(start) * 1e6));
+  }
+  return best;
 }
 
 // ---- child: one case ------------------------------------------------------
@@ -204,6 +234,12 @@ Measurement measure(const Case& c, const Options& options, const char* self) {
                                            "--repeats",
                                            std::to_string(options.repeats),
                                            options.causal ? "--causal" : "--bidirectional",
+                                           "--batch",
+                                           std::to_string(options.batch),
+                                           "--heads",
+                                           std::to_string(options.heads),
+                                           "--head-dim",
+                                           std::to_string(options.head_dim),
                                            "--device",
                                            options.device.type == DeviceType::CUDA ? "cuda" : "cpu"};
     std::vector<char*> argv;
@@ -235,10 +271,11 @@ std::string case_name(const Case& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  reexec_with_blas_core(argv);  // before any work: OpenBLAS picks its kernels when it loads
   Options options;
   std::vector<std::string> args(argv + 1, argv + argc);
   Case child;
-  bool is_child = false;
+  bool is_child = false, explicit_sizes = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
     auto value = [&]() -> const char* {
@@ -255,6 +292,16 @@ int main(int argc, char** argv) {
         usage("--device must be cpu or cuda, got " + name);
     } else if (flag == "--max-t")
       options.max_length = parse_int(flag, value(), 1);
+    else if (flag == "--min-t")
+      options.min_length = parse_int(flag, value(), 1);
+    else if (flag == "--batch")
+      options.batch = parse_int(flag, value(), 1), explicit_sizes = true;
+    else if (flag == "--heads")
+      options.heads = parse_int(flag, value(), 1), explicit_sizes = true;
+    else if (flag == "--head-dim")
+      options.head_dim = parse_int(flag, value(), 1), explicit_sizes = true;
+    else if (flag == "--fused-only")
+      options.fused_only = true;
     else if (flag == "--threads")
       options.threads = static_cast<int>(parse_int(flag, value(), 0));
     else if (flag == "--repeats")
@@ -264,7 +311,7 @@ int main(int argc, char** argv) {
     else if (flag == "--bidirectional")
       options.causal = false;
     else if (flag == "--help" || flag == "-h") {
-      std::cout << "usage: hkt-bench [--device cpu|cuda] [--max-t T] [--threads N] [--repeats R] [--causal]\n";
+      std::cout << kUsage;
       return 0;
     }
     else if (flag == "--case" && i + 4 < args.size()) {  // internal: the child's case
@@ -286,12 +333,25 @@ int main(int argc, char** argv) {
       std::cerr << "hkt-bench: --device cuda: no CUDA device is present on this machine\n";
       return 1;
     }
-    options.batch = 4;
-    options.heads = 8;
-    options.head_dim = 64;
+    if (!explicit_sizes) {
+      options.batch = 4;
+      options.heads = 8;
+      options.head_dim = 64;
+    }
     options.composed_limit_bytes = 32.0 * (1LL << 30);
   }
   if (is_child) return run_case(child, options);
+
+  double peak_gflops = 0;
+  if (options.device.type == DeviceType::CPU) {
+    const auto& path = attention_cpu::select_path(options.head_dim);
+    peak_gflops = fma_peak_gflops(options.threads > 0 ? options.threads : num_threads());
+    const BlasInfo blas = blas_info();
+    std::printf("{\"machine\":\"cpu\",\"threads\":%d,\"fma_peak_gflops\":%.1f,\"fma_peak_path\":\"%s\","
+                "\"attention_cpu_path\":\"%s\",\"blas\":\"%s\",\"blas_core\":\"%s\"}\n",
+                options.threads > 0 ? options.threads : num_threads(), peak_gflops,
+                attention_cpu::available_paths().front()->name, path.name, blas.library.c_str(), blas.core.c_str());
+  }
 
   struct Row {
     Case c;
@@ -300,7 +360,7 @@ int main(int argc, char** argv) {
     std::string skipped;
   };
   std::vector<Row> rows;
-  for (int64_t length = 256; length <= options.max_length; length *= 2) {
+  for (int64_t length = options.min_length; length <= options.max_length; length *= 2) {
     Measurement mha[2];  // fused, composed
     for (const char* impl_name : {"fused", "composed"})
       for (int64_t levels : {1, 2, 3, 4}) {
@@ -308,6 +368,7 @@ int main(int argc, char** argv) {
         Row row;
         row.c = {levels == 1 ? "mha" : "hkt", impl, levels, length};
         const double bytes = composed_bytes(row.c, options);
+        if (impl == "composed" && options.fused_only) continue;
         if (impl == "composed" && bytes > options.composed_limit_bytes) {
           std::ostringstream reason;
           reason << "its T x T tensors would take about " << bytes / (1LL << 30) << " GiB";
@@ -336,10 +397,15 @@ int main(int argc, char** argv) {
           std::printf(",\"error\":\"%s\"}\n", row.m.error.c_str());
         else {
           const double flops = forward_flops(row.c, options);
+          std::printf(",\"backward_ms\":%.3f", row.m.both_ms - row.m.forward_ms);
           std::printf(",\"forward_ms\":%.3f,\"forward_backward_ms\":%.3f,\"peak_rss_mib\":%.1f", row.m.forward_ms,
                       row.m.both_ms, row.m.peak_mib);
           std::printf(",\"forward_tflops\":%.4f,\"forward_backward_tflops\":%.4f",
                       flops / (row.m.forward_ms * 1e9), 3.5 * flops / (row.m.both_ms * 1e9));
+          if (peak_gflops > 0)
+            std::printf(",\"forward_gflops\":%.2f,\"forward_backward_gflops\":%.2f,\"share_of_peak\":%.4f",
+                        flops / (row.m.forward_ms * 1e6), 3.5 * flops / (row.m.both_ms * 1e6),
+                        3.5 * flops / (row.m.both_ms * 1e6) / peak_gflops);
           if (levels > 1 && row.ratio_forward > 0)
             std::printf(",\"hkt_over_mha_forward\":%.4f,\"hkt_over_mha_forward_backward\":%.4f,\"paper_bound\":%.4f",
                         row.ratio_forward, row.ratio_both, paper_bound(levels));
@@ -350,10 +416,19 @@ int main(int argc, char** argv) {
       }
   }
 
-  std::printf("\n%6s  %-18s %12s %14s %10s %9s %9s %9s %7s\n", "T", "case", "forward ms", "fwd+bwd ms", "peak MiB",
-              "TFLOP/s", "HKT/MHA", "HKT/MHA", "bound");
-  std::printf("%6s  %-18s %12s %14s %10s %9s %9s %9s %7s\n", "", "", "", "", "host RSS", "fwd+bwd", "fwd", "fwd+bwd",
-              "");
+  if (peak_gflops > 0)
+    std::printf("\nFMA peak %.1f GFLOP/s on %d threads (%s); B %lld, H %lld, dh %lld, %s; fused ops on the %s path\n",
+                peak_gflops, options.threads > 0 ? options.threads : num_threads(),
+                attention_cpu::available_paths().front()->name, static_cast<long long>(options.batch),
+                static_cast<long long>(options.heads), static_cast<long long>(options.head_dim),
+                options.causal ? "causal" : "bidirectional", attention_cpu::select_path(options.head_dim).name);
+  if (peak_gflops > 0) std::printf("BLAS: %s (kernels: %s)\n", blas_info().library.c_str(), blas_info().core.c_str());
+  std::printf("\n%6s  %-18s %11s %12s %14s %10s %9s %7s %9s %9s %7s\n", "T", "case", "forward ms", "backward ms",
+              "fwd+bwd ms", "peak MiB",
+              "GFLOP/s", "% peak", "HKT/MHA", "HKT/MHA", "bound");
+  std::printf("%6s  %-18s %11s %12s %14s %10s %9s %7s %9s %9s %7s\n", "", "", "", "", "", "host RSS", "fwd+bwd", "",
+              "fwd",
+              "fwd+bwd", "");
   for (const Row& row : rows) {
     std::printf("%6lld  %-18s ", static_cast<long long>(row.c.length), case_name(row.c).c_str());
     if (!row.skipped.empty())
@@ -361,8 +436,13 @@ int main(int argc, char** argv) {
     else if (!row.m.ok)
       std::printf("error: %s\n", row.m.error.c_str());
     else {
-      const double tflops = 3.5 * forward_flops(row.c, options) / (row.m.both_ms * 1e9);
-      std::printf("%12.2f %14.2f %10.1f %9.3f", row.m.forward_ms, row.m.both_ms, row.m.peak_mib, tflops);
+      const double gflops = 3.5 * forward_flops(row.c, options) / (row.m.both_ms * 1e6);
+      std::printf("%11.2f %12.2f %14.2f %10.1f %9.1f", row.m.forward_ms, row.m.both_ms - row.m.forward_ms, row.m.both_ms,
+                  row.m.peak_mib, gflops);
+      if (peak_gflops > 0)
+        std::printf(" %6.1f%%", 100.0 * gflops / peak_gflops);
+      else
+        std::printf(" %7s", "-");
       if (row.ratio_forward > 0)
         std::printf(" %9.3f %9.3f %7.4f", row.ratio_forward, row.ratio_both, paper_bound(row.c.levels));
       std::printf("\n");

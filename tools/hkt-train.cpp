@@ -10,6 +10,7 @@
 #include "io/cli.h"
 #include "io/files.h"
 #include "io/json.h"
+#include "ops/blas.h"
 #include "train/training.h"
 
 using namespace hkt;
@@ -147,6 +148,7 @@ models::TrainOptions to_options(const cli::Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  hkt::reexec_with_blas_core(argv);  // before any work: OpenBLAS picks its kernels when it loads
   cli::Flags flags = declare_flags();
   // Under mpirun, rank 0 alone prints; an error on any rank ends them all
   // (the others would otherwise wait for it in the next all-reduce).

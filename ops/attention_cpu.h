@@ -1,0 +1,98 @@
+#pragma once
+// The CPU kernels of the fused attention ops (ops/attention.cpp,
+// ops/multiscale_attention.cpp) behind one table per instruction set:
+// "avx512" (16 floats a vector), "avx2" (8), and "plain" (scalar C++, float
+// and double, any head width). The ops pick the widest path this CPU runs
+// whose width divides the head width; HKT_CPU_PATH=plain|avx2|avx512 or
+// set_attention_cpu_path() forces one (tests run every path the CPU has).
+//
+// The problems are plain pointers and sizes so that the ISA translation
+// units (ops/attention_cpu_{plain,avx2,avx512}.cpp, each compiled with its
+// own -m flags) include nothing of the engine.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hkt::attention_cpu {
+
+// One (batch, head) is head_index = b · heads + h; every [B, H, rows, dh]
+// tensor is contiguous, so its rows for a head start at head_index · rows · dh.
+struct Problem {
+  int64_t batch = 0, heads = 0, length = 0, head_dim = 0;
+  bool causal = false;
+  int64_t tile = 64;                 // query and key rows per tile, ≤ 64
+  const int64_t* lengths = nullptr;  // [batch], valid keys per example, in [1, length]
+  bool parallel = true;              // false: one thread (small problems)
+  // Multi-scale only: levels, stride, and per level l its rows and block s^l.
+  int64_t levels = 1, stride = 2;
+  std::vector<int64_t> level_rows, level_block;
+};
+
+template <class T>
+struct ForwardArgs {
+  std::vector<const T*> queries, keys;  // per level [B, H, T_l, dh]; MHA: one level
+  const T* values = nullptr;            // [B, H, T, dh]
+  const T* level_weights = nullptr;     // λ [H, L]; MHA: null (λ = 1)
+  T* out = nullptr;                     // [B, H, T, dh]
+  T* log_sum_exp = nullptr;             // [B, H, T]
+};
+
+template <class T>
+struct BackwardArgs {
+  ForwardArgs<T> forward;  // out and log_sum_exp as the forward wrote them
+  const T* grad_out = nullptr;
+  std::vector<T*> grad_queries, grad_keys;  // per level, every element written
+  T* grad_values = nullptr;
+  T* grad_level_weights = nullptr;  // dL/dλ [H, L]; MHA: null
+};
+
+// One instruction set's kernels. width: floats per vector; the kernels take
+// head widths that are multiples of it. gemm and exp are the building blocks,
+// exported for tests/test_attention_cpu.cpp to check against plain loops:
+//   gemm: C[rows, cols] (= or +=) alpha · A · B, A(m, k) = a[m · a_row + k · a_col], cols % width == 0.
+struct Path {
+  const char* name;
+  int width;
+  void (*forward)(const Problem&, const ForwardArgs<float>&);
+  void (*backward)(const Problem&, const BackwardArgs<float>&);
+  void (*gemm)(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_row, int64_t a_col,
+               const float* b, int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate);
+  void (*exp)(const float* in, float* out, int64_t count);
+  // Runs `iterations` rounds of register-only FMAs on this thread; returns the FLOPs done (hkt-bench's peak).
+  double (*fma_loop)(int64_t iterations);
+  // The vector math other ops borrow (ops/elementwise.cpp, float32): GELU
+  // x Φ(x) and its backward grad_out · (Φ(x) + x φ(x)), relative error < 3e-6 for
+  // x ≥ −5 (the rounding of x²/2 inside exp; tests/test_attention_cpu.cpp).
+  void (*gelu)(const float* x, float* out, int64_t count);
+  void (*gelu_backward)(const float* x, const float* grad_out, float* grad_in, int64_t count);
+};
+
+// Null where this build has no such path (a compiler without the flags).
+const Path* plain_path();
+const Path* avx2_path();
+const Path* avx512_path();
+
+// The plain path in float64 (gradient checks).
+void forward_plain(const Problem&, const ForwardArgs<double>&);
+void backward_plain(const Problem&, const BackwardArgs<double>&);
+
+// The paths this build has and this CPU runs, widest first; "plain" is always last.
+std::vector<const Path*> available_paths();
+// The first of them, looked up once.
+const Path& widest_path();
+// The path for float32 at this head width: the forced one (which must be
+// available and divide head_dim, else an error naming both), or the widest that fits.
+const Path& select_path(int64_t head_dim);
+
+}  // namespace hkt::attention_cpu
+
+namespace hkt {
+// The name of the CPU path the fused attention ops use for float32 at this
+// head width ("avx512", "avx2" or "plain"); float64 always runs "plain".
+std::string attention_cpu_path(int64_t head_dim = 64);
+// Forces a path by name for every later call ("" restores the automatic
+// choice); throws if this build or CPU does not have it.
+void set_attention_cpu_path(const std::string& name);
+// The names of the paths available here, widest first.
+std::vector<std::string> attention_cpu_paths();
+}  // namespace hkt

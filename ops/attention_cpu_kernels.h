@@ -1,0 +1,720 @@
+#pragma once
+// The fused attention kernels on the CPU, written once over a traits type S
+// (ops/attention_simd.h) and instantiated by each ISA translation unit.
+// MHA is the multi-scale op with one level and λ = 1.
+//
+// Forward (FlashAttention-2's plan): one task per (batch, head, query tile).
+// For each key tile, every level's coarse score tile C_l = q_l k_lᵀ/√dh is a
+// register-blocked GEMM against keys packed transposed; coarse tiles are
+// causally masked in coarse space (column b > row a is 0) and added to the
+// fine tile S through the key map with one permute per vector. An online
+// softmax folds S into the output: O += P·V is another GEMM.
+//
+// Backward: P = exp(S − lse), dP = dO·Vᵀ, dS = P ⊙ (dP − D) per tile; then
+// dV += Pᵀ·dO, dK₀ += λ₀ dSᵀ·Q₀/√dh, dQ₀ += λ₀ dS·K₀/√dh, and for l ≥ 1 the
+// tile's dS pooled onto coarse rows (vector adds) and columns (through the
+// key map), P_l, with dλ_l += Σ P_l ⊙ C_l and the coarse gradients as GEMMs.
+// Tasks are (batch, head, key chunk): a chunk owns its key tiles' dK₀ and dV
+// rows; the gradients that several chunks touch (every dQ_l, dK_l for l ≥ 1)
+// go to a buffer per chunk, summed in chunk order afterwards. The chunk count
+// depends on the problem only, never on the thread count, so results are
+// bitwise the same for any number of threads.
+#include <algorithm>
+
+#include "engine/cpu_allocator.h"
+#include "ops/attention_cpu.h"
+#include "ops/attention_simd.h"
+
+namespace hkt::attention_cpu {
+namespace {
+
+// An array owned by one thread or call, zero-initialised unless asked not to
+// be, from the engine's caching allocator (large scratch from malloc would
+// come back as fresh zeroed pages every call). No std::vector here: its
+// out-of-line members would be emitted under this file's -m flags.
+template <class T>
+struct Buffer {
+  T* data = nullptr;
+  explicit Buffer(int64_t count, bool zeroed = true) {
+    if (count <= 0) return;
+    data = static_cast<T*>(cpu_allocator::allocate(static_cast<size_t>(count) * sizeof(T)));
+    if (zeroed) std::memset(static_cast<void*>(data), 0, static_cast<size_t>(count) * sizeof(T));
+  }
+  ~Buffer() { cpu_allocator::deallocate(data); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+};
+
+inline int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
+inline int64_t key_limit(int64_t i, int64_t valid, bool causal) { return causal ? std::min(valid, i + 1) : valid; }
+
+// Where one level's coarse tile sits for the current fine tile: its coarse
+// key rows (fixed by the key tile) and coarse query rows (by the query tile).
+struct KeyGeometry {
+  int64_t col0 = 0, cols = 0;  // coarse key rows [col0, col0 + cols)
+  int64_t padded = 0;          // cols rounded up to the vector width
+};
+struct QueryGeometry {
+  int64_t row0 = 0, rows = 0;  // coarse query rows [row0, row0 + rows); rows ≤ 0: none complete yet
+};
+
+// One key tile of one (batch, head), ready for the score GEMMs: per level the
+// coarse keys packed transposed [dh, np], their extent, and the key map
+// (load_keys). The forward prepares every tile of every head once
+// (KeyTileStore); the backward one at a time.
+template <class T>
+struct KeyTile {
+  T* keys_t = nullptr;              // [levels][dh × np]
+  KeyGeometry* geometry = nullptr;  // [levels]
+  int32_t* column = nullptr;        // [levels][np]
+  int32_t* window_base = nullptr;   // [levels][np / W]
+  int32_t* window_index = nullptr;  // [levels][np]
+};
+
+template <class T>
+struct KeyTileStore {
+  const int64_t levels, dh, np, width;
+  Buffer<T> keys_t;
+  Buffer<KeyGeometry> geometry;
+  Buffer<int32_t> column, window_base, window_index;
+  KeyTileStore(int64_t count, int64_t levels_, int64_t dh_, int64_t np_, int64_t width_)
+      : levels(levels_),
+        dh(dh_),
+        np(np_),
+        width(width_),
+        keys_t(count * levels * dh * np, /*zeroed=*/false),  // load_keys writes every column it reads
+        geometry(count * levels),
+        column(count * levels * np),
+        window_base(count * levels * (np / width)),
+        window_index(count * levels * np) {}
+  KeyTile<T> at(int64_t n) const {
+    return {keys_t.data + n * levels * dh * np, geometry.data + n * levels, column.data + n * levels * np,
+            window_base.data + n * levels * (np / width), window_index.data + n * levels * np};
+  }
+};
+
+// The per-thread state: score tiles, coarse tiles, the current key tile, and
+// the current (batch, head).
+template <class S>
+struct Workspace {
+  using T = typename S::T;
+  const Problem& p;
+  const int64_t dh, np, ld;  // head width; tile columns padded to W; coarse row stride (np + W: the permutes read 2W)
+  Buffer<T> values_t, product, coarse, expanded, scores, grads, acc, pooled, level_grad, row_max, row_sum, delta;
+  KeyTileStore<T> own_keys;  // the backward's current key tile
+  KeyTile<T> keys;
+  Buffer<QueryGeometry> query_rows;
+  Buffer<const T*> q, k;
+  Buffer<T> weight;
+  const T* v = nullptr;
+  int64_t valid = 0;
+
+  explicit Workspace(const Problem& problem, bool backward)
+      : p(problem),
+        dh(problem.head_dim),
+        np(round_up(problem.tile, S::W)),
+        ld(np + S::W),
+        values_t(backward ? problem.head_dim * np : 0),
+        product(backward ? (problem.tile + 1) * problem.head_dim : 0),
+        coarse(problem.levels * (problem.tile + 1) * ld),
+        expanded(problem.levels * (problem.tile + 1) * np),
+        scores(problem.tile * np),
+        grads(backward ? problem.tile * np : 0),
+        acc(backward ? 0 : problem.tile * problem.head_dim),
+        pooled(backward ? (problem.tile + 1) * np : 0),
+        level_grad(backward ? (problem.tile + 1) * np : 0),
+        row_max(problem.tile),
+        row_sum(problem.tile),
+        delta(backward ? problem.length : 0),
+        own_keys(backward ? 1 : 0, problem.levels, problem.head_dim, np, S::W),
+        keys(own_keys.at(0)),
+        query_rows(problem.levels),
+        q(problem.levels),
+        k(problem.levels),
+        weight(problem.levels) {}
+
+  const T* level_keys(int64_t l) const { return keys.keys_t + l * dh * np; }
+  T* level_coarse(int64_t l) { return coarse.data + l * (p.tile + 1) * ld; }
+  T* level_expanded(int64_t l) { return expanded.data + l * (p.tile + 1) * np; }
+
+  // SPEC section 3's query map q_l(i) (−1: no complete block yet, causal),
+  // tabulated once per call (QueryMaps): no division in the inner loops.
+  const int32_t* query_maps = nullptr;  // [levels][length]
+  int64_t query_index(int64_t l, int64_t i) const { return query_maps[l * p.length + i]; }
+
+  void bind_head(const ForwardArgs<T>& args, int64_t head_index) {
+    for (int64_t l = 0; l < p.levels; ++l) {
+      q.data[l] = args.queries[l] + head_index * p.level_rows[l] * dh;
+      k.data[l] = args.keys[l] + head_index * p.level_rows[l] * dh;
+      weight.data[l] = args.level_weights ? args.level_weights[(head_index % p.heads) * p.levels + l] : T(1);
+    }
+    v = args.values + head_index * p.length * dh;
+    valid = p.lengths[head_index / p.heads];
+  }
+};
+
+// q_l(i) for every level and fine row.
+struct QueryMaps {
+  Buffer<int32_t> maps;
+  explicit QueryMaps(const Problem& p) : maps(p.levels * p.length) {
+    for (int64_t l = 0; l < p.levels; ++l) {
+      const int64_t block = p.level_block[l];
+      for (int64_t i = 0; i < p.length; ++i)
+        maps.data[l * p.length + i] = static_cast<int32_t>(p.causal ? (i + 1) / block - 1 : i / block);
+    }
+  }
+};
+
+// out[d · ld + c] = rows[c · dh + d] for c < count, 0 for count ≤ c < ld.
+template <class T>
+void pack_transposed(const T* rows, int64_t count, int64_t dh, int64_t ld, T* out) {
+  for (int64_t d = 0; d < dh; ++d) {
+    T* line = out + d * ld;
+    for (int64_t c = 0; c < count; ++c) line[c] = rows[c * dh + d];
+    std::fill(line + count, line + ld, T(0));
+  }
+}
+
+// Each level's coarse keys for fine keys [j0, j1) of one head (keys[l]:
+// level l's rows), packed transposed, and the key map: fine column c of the
+// tile reads coarse column column[c]; a vector of W fine columns starting at
+// c0 = v·W reads its coarse values from the 2W that start at window_base[v]
+// (a multiple of W), permuted by window_index[c0 …].
+template <class S>
+void load_keys(const Problem& p, const typename S::T* const* keys, int64_t np, int64_t j0, int64_t j1,
+               const KeyTile<typename S::T>& out) {
+  const int64_t dh = p.head_dim;
+  for (int64_t l = 0; l < p.levels; ++l) {
+    KeyGeometry& t = out.geometry[l];
+    const int64_t block = p.level_block[l];
+    t.col0 = j0 / block;
+    t.cols = (j1 - 1) / block - t.col0 + 1;
+    t.padded = round_up(t.cols, S::W);
+    pack_transposed(keys[l] + t.col0 * dh, t.cols, dh, np, out.keys_t + l * dh * np);
+    if (l == 0) continue;
+    int32_t* column = out.column + l * np;
+    for (int64_t c = 0; c < np; ++c) column[c] = static_cast<int32_t>(std::min((j0 + c) / block - t.col0, t.cols - 1));
+    for (int64_t v = 0; v < np / S::W; ++v) {
+      const int32_t base = column[v * S::W] / S::W * S::W;  // aligned: the window is within [base, base + 2W)
+      out.window_base[l * (np / S::W) + v] = base;
+      for (int64_t lane = 0; lane < S::W; ++lane)
+        out.window_index[l * np + v * S::W + lane] = column[v * S::W + lane] - base;
+    }
+  }
+}
+
+template <class S>
+void expand_levels(Workspace<S>& w, int64_t i0, int64_t rows);
+
+// The fused scores of queries [i0, i1) × the loaded key tile into
+// w.scores[r · np + c], scale and λ included; the coarse levels' tiles stay in
+// their slots (causally masked), their query rows in w.query_rows.
+template <class S>
+void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) {
+  using T = typename S::T;
+  const Problem& p = w.p;
+  const int64_t rows = i1 - i0, np = w.np, dh = w.dh;
+  w.query_rows.data[0] = {i0, rows};
+  gemm<S>(rows, np, dh, {w.q.data[0] + i0 * dh, dh, 1}, w.level_keys(0), np, w.scores.data, np,
+          scale * w.weight.data[0], false);
+  for (int64_t l = 1; l < p.levels; ++l) {
+    const KeyGeometry& t = w.keys.geometry[l];
+    QueryGeometry& g = w.query_rows.data[l];
+    g.row0 = std::max<int64_t>(0, w.query_index(l, i0));
+    g.rows = w.query_index(l, i1 - 1) - g.row0 + 1;
+    if (g.rows <= 0) continue;
+    T* coarse = w.level_coarse(l);
+    gemm<S>(g.rows, t.padded, dh, {w.q.data[l] + g.row0 * dh, dh, 1}, w.level_keys(l), np, coarse, w.ld, scale,
+            false);
+    if (p.causal)  // term l is allowed only where coarse key ≤ coarse query
+      for (int64_t a = 0; a < g.rows; ++a) {
+        const int64_t first_masked = std::clamp<int64_t>(g.row0 + a - t.col0 + 1, 0, t.padded);
+        std::fill(coarse + a * w.ld + first_masked, coarse + a * w.ld + t.padded, T(0));
+      }
+  }
+  expand_levels(w, i0, rows);
+}
+
+// S[r, ·] += Σ_{l ≥ 1} λ_l · C_l[q_l(i0 + r), column_l[·]]. Each coarse row
+// is first expanded to fine columns once (one permute per vector; a coarse
+// row serves s^l fine rows), then every fine row adds its levels' expanded
+// rows with aligned loads, summed in registers.
+template <class S>
+void expand_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
+  using T = typename S::T;
+  using V = typename S::V;
+  const Problem& p = w.p;
+  const int64_t np = w.np, vectors = np / S::W;
+  for (int64_t l = 1; l < p.levels; ++l) {
+    const QueryGeometry& g = w.query_rows.data[l];
+    const int32_t* base = w.keys.window_base + l * vectors;
+    const int32_t* index = w.keys.window_index + l * np;
+    for (int64_t a = 0; a < g.rows; ++a) {
+      const T* coarse_row = w.level_coarse(l) + a * w.ld;
+      T* expanded = w.level_expanded(l) + a * np;
+      for (int64_t v = 0; v < vectors; ++v)
+        S::store(expanded + v * S::W, S::permute(coarse_row + base[v], S::load_index(index + v * S::W)));
+    }
+  }
+  constexpr int64_t kMaxLevels = 16;
+  const T* sources[kMaxLevels];
+  V lambdas[kMaxLevels];
+  for (int64_t first = 1; first < p.levels; first += kMaxLevels)  // groups of levels: any L
+  for (int64_t r = 0; r < rows; ++r) {
+    T* row = w.scores.data + r * np;
+    int64_t active = 0;
+    for (int64_t l = first; l < std::min(p.levels, first + kMaxLevels); ++l) {
+      const QueryGeometry& g = w.query_rows.data[l];
+      const int64_t a = w.query_index(l, i0 + r);
+      if (g.rows <= 0 || a < 0) continue;
+      sources[active] = w.level_expanded(l) + (a - g.row0) * np;
+      lambdas[active++] = S::set1(w.weight.data[l]);
+    }
+    // Four vectors of the row at a time, every level summed before one store.
+    int64_t c = 0;
+    for (; c + 4 * S::W <= np; c += 4 * S::W) {
+      V s0 = S::load(row + c), s1 = S::load(row + c + S::W), s2 = S::load(row + c + 2 * S::W),
+        s3 = S::load(row + c + 3 * S::W);
+      for (int64_t n = 0; n < active; ++n) {
+        const T* e = sources[n] + c;
+        s0 = S::fmadd(lambdas[n], S::load(e), s0);
+        s1 = S::fmadd(lambdas[n], S::load(e + S::W), s1);
+        s2 = S::fmadd(lambdas[n], S::load(e + 2 * S::W), s2);
+        s3 = S::fmadd(lambdas[n], S::load(e + 3 * S::W), s3);
+      }
+      S::store(row + c, s0);
+      S::store(row + c + S::W, s1);
+      S::store(row + c + 2 * S::W, s2);
+      S::store(row + c + 3 * S::W, s3);
+    }
+    for (; c < np; c += S::W) {
+      V s = S::load(row + c);
+      for (int64_t n = 0; n < active; ++n) s = S::fmadd(lambdas[n], S::load(sources[n] + c), s);
+      S::store(row + c, s);
+    }
+  }
+}
+
+// ---- forward -------------------------------------------------------------------
+
+template <class S>
+void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, const KeyTileStore<typename S::T>& keys,
+                  int64_t key_tiles, int64_t head_index, int64_t i0) {
+  using T = typename S::T;
+  using V = typename S::V;
+  const Problem& p = w.p;
+  const int64_t dh = w.dh, np = w.np, i1 = std::min(p.length, i0 + p.tile), rows = i1 - i0;
+  const T scale = T(1) / std::sqrt(T(dh));
+  w.bind_head(args, head_index);
+  std::fill(w.acc.data, w.acc.data + rows * dh, T(0));
+  std::fill(w.row_max.data, w.row_max.data + rows, -std::numeric_limits<T>::infinity());
+  std::fill(w.row_sum.data, w.row_sum.data + rows, T(0));
+  const int64_t key_end = key_limit(i1 - 1, w.valid, p.causal);
+  for (int64_t j0 = 0; j0 < key_end; j0 += p.tile) {
+    const int64_t j1 = std::min(key_end, j0 + p.tile);
+    w.keys = keys.at(head_index * key_tiles + j0 / p.tile);
+    fused_scores(w, i0, i1, scale);
+    // Online softmax: m' = max(m, max_c s_c), l' = l·e^(m−m') + Σ e^(s−m'), O' = O·e^(m−m') + P·V.
+    for (int64_t r = 0; r < rows; ++r) {
+      T* s = w.scores.data + r * np;
+      const int64_t count = std::min(key_limit(i0 + r, w.valid, p.causal), j1) - j0;
+      if (count <= 0) {
+        std::fill(s, s + np, T(0));
+        continue;
+      }
+      V tile_max = S::set1(-std::numeric_limits<T>::infinity());
+      for (int64_t c = 0; c < count; c += S::W)
+        tile_max = S::max(tile_max, S::keep_first(S::load(s + c), count - c, -std::numeric_limits<T>::infinity()));
+      const T new_max = std::max(w.row_max.data[r], S::reduce_max(tile_max));
+      const T correction = std::exp(w.row_max.data[r] - new_max);  // 0 on the first tile (m = −inf)
+      if (correction != T(1)) {
+        w.row_sum.data[r] *= correction;
+        T* o = w.acc.data + r * dh;
+        for (int64_t d = 0; d < dh; d += S::W) S::store(o + d, S::mul(S::set1(correction), S::load(o + d)));
+      }
+      w.row_max.data[r] = new_max;
+      const V shift = S::set1(new_max);
+      V total = S::zero();
+      for (int64_t c = 0; c < np; c += S::W) {
+        const V e = S::keep_first(S::exp(S::sub(S::load(s + c), shift)), count - c, T(0));
+        S::store(s + c, e);
+        total = S::add(total, e);
+      }
+      w.row_sum.data[r] += S::reduce_add(total);
+    }
+    gemm<S>(rows, dh, j1 - j0, {w.scores.data, np, 1}, w.v + j0 * dh, dh, w.acc.data, dh, T(1), true);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = i0 + r;
+    const V inverse = S::set1(T(1) / w.row_sum.data[r]);
+    T* out = args.out + (head_index * p.length + i) * dh;
+    for (int64_t d = 0; d < dh; d += S::W) S::store(out + d, S::mul(inverse, S::load(w.acc.data + r * dh + d)));
+    args.log_sum_exp[head_index * p.length + i] = w.row_max.data[r] + std::log(w.row_sum.data[r]);
+  }
+}
+
+template <class S>
+void forward(const Problem& p, const ForwardArgs<typename S::T>& args) {
+  const int64_t tiles = (p.length + p.tile - 1) / p.tile, heads = p.batch * p.heads, tasks = heads * tiles;
+  // Every query tile of a head reads the same key tiles: pack them once.
+  KeyTileStore<typename S::T> keys(heads * tiles, p.levels, p.head_dim, round_up(p.tile, S::W), S::W);
+  const QueryMaps maps(p);
+#pragma omp parallel if (p.parallel)
+  {
+    Workspace<S> w(p, false);
+    w.query_maps = maps.maps.data;
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < heads * tiles; ++n) {
+      const int64_t head_index = n / tiles, j0 = (n % tiles) * p.tile;
+      w.bind_head(args, head_index);
+      if (j0 < w.valid) load_keys<S>(p, w.k.data, w.np, j0, std::min(w.valid, j0 + p.tile), keys.at(n));
+    }
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < tasks; ++task)
+      forward_task(w, args, keys, tiles, task / tiles, (task % tiles) * p.tile);
+  }
+}
+
+// ---- backward ------------------------------------------------------------------
+
+// Where one backward task adds its gradients: per level, the rows of its head.
+template <class T>
+struct GradientTargets {
+  T** queries;  // [levels]
+  T** keys;     // [levels]; keys[0] and values: rows owned by this task's key tiles
+  T* values;
+  double* level_weights;  // [levels], this task's share of dL/dλ (unused for MHA)
+};
+
+// Pools dS of the tile onto level l's coarse tile: P_l[a, b] = Σ dS[i, j] over
+// fine rows i of coarse row a and fine keys j < j1 of coarse column b, 0 where
+// the term is not allowed. Both maps are monotone, so each coarse row and
+// column is a contiguous run of fine ones, summed in registers.
+template <class S>
+void pool_level(Workspace<S>& w, int64_t l, int64_t i0, int64_t rows, int64_t key_count) {
+  using T = typename S::T;
+  const KeyGeometry& t = w.keys.geometry[l];
+  const QueryGeometry& g = w.query_rows.data[l];
+  const int64_t np = w.np;
+  T* pooled_rows = w.pooled.data;
+  T* pooled = w.level_grad.data;
+  int64_t r = 0;
+  while (r < rows && w.query_index(l, i0 + r) < 0) ++r;  // causally, rows before the first complete block
+  for (int64_t a = 0; a < g.rows; ++a) {
+    const int64_t begin = r;
+    while (r < rows && w.query_index(l, i0 + r) == g.row0 + a) ++r;
+    T* target = pooled_rows + a * np;
+    for (int64_t c = 0; c < np; c += S::W) {
+      auto total = S::zero();
+      for (int64_t i = begin; i < r; ++i) total = S::add(total, S::load(w.grads.data + i * np + c));
+      S::store(target + c, total);
+    }
+  }
+  const int32_t* column = w.keys.column + l * np;
+  const int64_t block = w.p.level_block[l];
+  const bool power_of_two = (block & (block - 1)) == 0 && (w.p.tile & (w.p.tile - 1)) == 0;
+  for (int64_t a = 0; a < g.rows; ++a) {
+    T* source = pooled_rows + a * np;
+    T* target = pooled + a * np;
+    if (power_of_two) {
+      // Key tiles start at multiples of the tile, so fine column c pools into
+      // c / s^l: halve the row log2(s^l) times with vector pair sums. Columns
+      // past the valid keys hold dS = 0, so they add nothing.
+      int64_t count = np;
+      for (int64_t b = block; b > 1; b /= 2) {
+        if (count >= 2 * S::W) {
+          for (int64_t v = 0; v < count / (2 * S::W); ++v)
+            S::store(source + v * S::W,
+                     S::pair_sum(S::load(source + 2 * v * S::W), S::load(source + (2 * v + 1) * S::W)));
+        } else {
+          S::store(source, S::pair_sum(S::load(source), S::zero()));
+        }
+        count = std::max<int64_t>(1, count / 2);
+      }
+      std::copy(source, source + t.cols, target);
+    } else {
+      int64_t c = 0;
+      for (int64_t b = 0; b < t.cols; ++b) {
+        T total = 0;
+        for (; c < key_count && column[c] == b; ++c) total += source[c];
+        target[b] = total;
+      }
+    }
+    std::fill(target + t.cols, target + t.padded, T(0));
+    if (w.p.causal) {
+      const int64_t first_masked = std::clamp<int64_t>(g.row0 + a - t.col0 + 1, 0, t.padded);
+      std::fill(target + first_masked, target + t.padded, T(0));
+    }
+  }
+}
+
+// Level l's share of one tile: G = P_l · k_l[col0 …] for the tile's pooled
+// dS (P_l, [rows, cols] with row stride np); dλ_l += Σ q_l[row0 …] ⊙ G / √dh
+// and dq_l[row0 …] += λ_l G / √dh.
+template <class S>
+void level_query_gradient(Workspace<S>& w, const GradientTargets<typename S::T>& g, int64_t l,
+                          const typename S::T* pooled, int64_t row0, int64_t rows, const typename S::T* keys,
+                          int64_t cols) {
+  using T = typename S::T;
+  const int64_t dh = w.dh;
+  const T scale = T(1) / std::sqrt(T(dh));
+  T* product = w.product.data;
+  gemm<S>(rows, dh, cols, {pooled, w.np, 1}, keys, dh, product, dh, T(1), false);
+  const T* queries = w.q.data[l] + row0 * dh;
+  T* grad = g.queries[l] + row0 * dh;
+  auto total = S::zero();
+  const auto alpha = S::set1(scale * w.weight.data[l]);
+  for (int64_t e = 0; e < rows * dh; e += S::W) {
+    const auto x = S::load(product + e);
+    total = S::fmadd(S::load(queries + e), x, total);
+    S::store(grad + e, S::fmadd(alpha, x, S::load(grad + e)));
+  }
+  g.level_weights[l] += double(scale) * double(S::reduce_add(total));
+}
+
+template <class S>
+void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, const GradientTargets<typename S::T>& g,
+                   int64_t head_index, int64_t i0, int64_t j0, int64_t j1) {
+  using T = typename S::T;
+  using V = typename S::V;
+  const Problem& p = w.p;
+  const int64_t dh = w.dh, np = w.np, i1 = std::min(p.length, i0 + p.tile), rows = i1 - i0, kc = j1 - j0;
+  const T scale = T(1) / std::sqrt(T(dh));
+  const bool multiscale = args.forward.level_weights != nullptr;
+  const T* grad_out = args.grad_out + head_index * p.length * dh;
+  const T* lse = args.forward.log_sum_exp + head_index * p.length;
+  fused_scores(w, i0, i1, scale);
+  gemm<S>(rows, np, dh, {grad_out + i0 * dh, dh, 1}, w.values_t.data, np, w.grads.data, np, T(1), false);
+  // scores → P = exp(S − lse), 0 at masked keys; grads: dP → dS = P ⊙ (dP − D).
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = i0 + r;
+    const int64_t count = std::max<int64_t>(0, std::min(key_limit(i, w.valid, p.causal), j1) - j0);
+    const V shift = S::set1(lse[i]), delta = S::set1(w.delta.data[i]);
+    T* s = w.scores.data + r * np;
+    T* ds = w.grads.data + r * np;
+    for (int64_t c = 0; c < np; c += S::W) {
+      const V prob = S::keep_first(S::exp(S::sub(S::load(s + c), shift)), count - c, T(0));
+      S::store(s + c, prob);
+      S::store(ds + c, S::mul(prob, S::sub(S::load(ds + c), delta)));
+    }
+  }
+  gemm<S>(kc, dh, rows, {w.scores.data, 1, np}, grad_out + i0 * dh, dh, g.values + j0 * dh, dh, T(1), true);
+  const T fine_alpha = scale * w.weight.data[0];
+  gemm<S>(kc, dh, rows, {w.grads.data, 1, np}, w.q.data[0] + i0 * dh, dh, g.keys[0] + j0 * dh, dh, fine_alpha, true);
+  if (!multiscale) {
+    gemm<S>(rows, dh, kc, {w.grads.data, np, 1}, w.k.data[0] + j0 * dh, dh, g.queries[0] + i0 * dh, dh, fine_alpha,
+            true);
+    return;
+  }
+  // dλ_l = Σ P_l ⊙ C_l = Σ_a q_l[a] · (P_l k_l)[a] / √dh: the product that dq_l
+  // needs anyway gives dλ_l for rows × dh work, with no score tile kept.
+  level_query_gradient(w, g, 0, w.grads.data, i0, rows, w.k.data[0] + j0 * dh, kc);
+  for (int64_t l = 1; l < p.levels; ++l) {
+    const KeyGeometry& t = w.keys.geometry[l];
+    const QueryGeometry& rows_l = w.query_rows.data[l];
+    if (rows_l.rows <= 0) continue;
+    pool_level(w, l, i0, rows, kc);
+    level_query_gradient(w, g, l, w.level_grad.data, rows_l.row0, rows_l.rows, w.k.data[l] + t.col0 * dh, t.cols);
+    gemm<S>(t.cols, dh, rows_l.rows, {w.level_grad.data, 1, np}, w.q.data[l] + rows_l.row0 * dh, dh,
+            g.keys[l] + t.col0 * dh, dh, scale * w.weight.data[l], true);
+  }
+}
+
+// Key chunks per (batch, head): enough tasks for the threads of a small
+// batch, decided by the problem alone so results never depend on threads.
+inline int64_t key_chunks(const Problem& p) {
+  const int64_t heads = p.batch * p.heads, key_tiles = (p.length + p.tile - 1) / p.tile;
+  constexpr int64_t kTasks = 8;
+  return std::clamp<int64_t>((kTasks + heads - 1) / heads, 1, key_tiles);
+}
+
+template <class S>
+void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
+  using T = typename S::T;
+  const int64_t heads = p.batch * p.heads, dh = p.head_dim, levels = p.levels;
+  const int64_t key_tiles = (p.length + p.tile - 1) / p.tile, chunks = key_chunks(p), tasks = heads * chunks;
+  // Per (head, chunk) when chunks > 1: every level's dQ_l, then dK_l for l ≥ 1.
+  int64_t shared_rows = 0;
+  for (int64_t l = 0; l < levels; ++l) shared_rows += p.level_rows[l] * (l == 0 ? 1 : 2);
+  Buffer<T> partial(chunks > 1 ? tasks * shared_rows * dh : 0);
+  Buffer<double> level_grads(tasks * levels);
+  const QueryMaps maps(p);
+#pragma omp parallel if (p.parallel)
+  {
+    Workspace<S> w(p, true);
+    w.query_maps = maps.maps.data;
+    Buffer<T*> query_targets(levels), key_targets(levels);
+#pragma omp for schedule(dynamic)
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t head_index = task / chunks, chunk = task % chunks;
+      w.bind_head(args.forward, head_index);
+      T* shared = partial.data + task * shared_rows * dh;
+      for (int64_t l = 0; l < levels; ++l) {
+        const int64_t rows = p.level_rows[l], head_offset = head_index * rows * dh;
+        if (chunks == 1) {
+          query_targets.data[l] = args.grad_queries[l] + head_offset;
+          std::fill(query_targets.data[l], query_targets.data[l] + rows * dh, T(0));
+        } else {
+          query_targets.data[l] = shared;
+          shared += rows * dh;
+        }
+        if (l == 0) {
+          key_targets.data[0] = args.grad_keys[0] + head_offset;
+        } else if (chunks == 1) {
+          key_targets.data[l] = args.grad_keys[l] + head_offset;
+          std::fill(key_targets.data[l], key_targets.data[l] + rows * dh, T(0));
+        } else {
+          key_targets.data[l] = shared;
+          shared += rows * dh;
+        }
+      }
+      const GradientTargets<T> targets{query_targets.data, key_targets.data,
+                                       args.grad_values + head_index * p.length * dh,
+                                       level_grads.data + task * levels};
+      const T* out = args.forward.out + head_index * p.length * dh;
+      const T* grad_out = args.grad_out + head_index * p.length * dh;
+      for (int64_t i = 0; i < p.length; ++i) {
+        auto total = S::zero();
+        for (int64_t d = 0; d < dh; d += S::W)
+          total = S::fmadd(S::load(grad_out + i * dh + d), S::load(out + i * dh + d), total);
+        w.delta.data[i] = S::reduce_add(total);
+      }
+      // Interleaved key tiles: causally the early tiles carry the most work.
+      for (int64_t tile = chunk; tile < key_tiles; tile += chunks) {
+        const int64_t j0 = tile * p.tile, j_end = std::min(p.length, j0 + p.tile);
+        std::fill(targets.keys[0] + j0 * dh, targets.keys[0] + j_end * dh, T(0));
+        std::fill(targets.values + j0 * dh, targets.values + j_end * dh, T(0));
+        if (j0 >= w.valid) continue;
+        const int64_t j1 = std::min(w.valid, j_end);
+        load_keys<S>(p, w.k.data, w.np, j0, j1, w.keys);
+        pack_transposed(w.v + j0 * dh, j1 - j0, dh, w.np, w.values_t.data);
+        for (int64_t i0 = p.causal ? j0 : 0; i0 < p.length; i0 += p.tile)  // causally, rows i < j0 see no key here
+          backward_tile(w, args, targets, head_index, i0, j0, j1);
+      }
+    }
+  }
+  if (chunks > 1) {
+#pragma omp parallel for if (p.parallel)
+    for (int64_t head_index = 0; head_index < heads; ++head_index) {
+      int64_t offset = 0;
+      for (int64_t l = 0; l < levels; ++l)
+        for (int side = 0; side < (l == 0 ? 1 : 2); ++side) {
+          const int64_t count = p.level_rows[l] * dh;
+          T* target = (side == 0 ? args.grad_queries[l] : args.grad_keys[l]) + head_index * count;
+          std::fill(target, target + count, T(0));
+          for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+            const T* source = partial.data + ((head_index * chunks + chunk) * shared_rows) * dh + offset;
+            for (int64_t e = 0; e < count; ++e) target[e] += source[e];
+          }
+          offset += count;
+        }
+    }
+  }
+  if (args.grad_level_weights)
+    for (int64_t h = 0; h < p.heads; ++h)
+      for (int64_t l = 0; l < levels; ++l) {
+        double total = 0;
+        for (int64_t b = 0; b < p.batch; ++b)
+          for (int64_t chunk = 0; chunk < chunks; ++chunk)
+            total += level_grads.data[((b * p.heads + h) * chunks + chunk) * levels + l];
+        args.grad_level_weights[h * levels + l] = static_cast<T>(total);
+      }
+}
+
+// ---- the exported table ----------------------------------------------------------
+
+template <class S>
+void gemm_entry(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_row, int64_t a_col,
+                const float* b, int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate) {
+  gemm<S>(rows, cols, depth, {a, a_row, a_col}, b, ldb, c, ldc, alpha, accumulate);
+}
+
+template <class S>
+void exp_entry(const float* in, float* out, int64_t count) {
+  int64_t i = 0;
+  for (; i + S::W <= count; i += S::W) S::store(out + i, S::exp(S::load(in + i)));
+  for (; i < count; ++i) out[i] = S::reduce_add(S::keep_first(S::exp(S::set1(in[i])), 1, 0.0f));
+}
+
+// ---- GELU (the vector math the elementwise ops borrow) ----------------------------
+
+// erfc(z) for z ≥ 0 with fractional error below 1.2e-7 everywhere (the
+// Chebyshev fit of Numerical Recipes' erfcc): no cancellation in the tail,
+// where GELU(x < 0) = x · erfc(|x|/√2) / 2 is tiny.
+template <class S>
+typename S::V erfc_nonnegative(typename S::V z) {
+  using V = typename S::V;
+  const V t = S::div(S::set1(1.0f), S::fmadd(S::set1(0.5f), z, S::set1(1.0f)));
+  V p = S::set1(0.17087277f);
+  for (float c : {-0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f, -0.18628806f, 0.09678418f, 0.37409196f,
+                  1.00002368f, -1.26551223f})
+    p = S::fmadd(p, t, S::set1(c));
+  return S::mul(t, S::exp(S::sub(p, S::mul(z, z))));
+}
+
+// Φ(x) = P(N(0, 1) ≤ x), from erfc on whichever side keeps it accurate.
+template <class S>
+typename S::V normal_cdf(typename S::V x) {
+  const auto half_tail = S::mul(S::set1(0.5f), erfc_nonnegative<S>(S::mul(S::abs(x), S::set1(0.70710678118654752f))));
+  return S::select_nonnegative(x, S::sub(S::set1(1.0f), half_tail), half_tail);
+}
+
+// out = x Φ(x) (with grad: grad_out · (Φ(x) + x φ(x))) over n floats; the
+// tail runs through a zero-padded vector.
+template <class S, bool Backward>
+void gelu_entry_impl(const float* x, const float* grad_out, float* out, int64_t n) {
+  using V = typename S::V;
+  auto one = [&](V xv, V gv) {
+    const V cdf = normal_cdf<S>(xv);
+    if constexpr (!Backward) return S::mul(xv, cdf);
+    const V pdf = S::mul(S::set1(0.39894228040143268f), S::exp(S::mul(S::set1(-0.5f), S::mul(xv, xv))));
+    return S::mul(gv, S::fmadd(xv, pdf, cdf));
+  };
+  int64_t i = 0;
+  for (; i + S::W <= n; i += S::W) S::store(out + i, one(S::load(x + i), Backward ? S::load(grad_out + i) : S::zero()));
+  if (i < n) {
+    float xs[S::W] = {}, gs[S::W] = {}, os[S::W];
+    for (int64_t j = i; j < n; ++j) {
+      xs[j - i] = x[j];
+      if (Backward) gs[j - i] = grad_out[j];
+    }
+    S::store(os, one(S::load(xs), S::load(gs)));
+    for (int64_t j = i; j < n; ++j) out[j] = os[j - i];
+  }
+}
+
+template <class S>
+void gelu_entry(const float* x, float* out, int64_t n) {
+  gelu_entry_impl<S, false>(x, nullptr, out, n);
+}
+template <class S>
+void gelu_backward_entry(const float* x, const float* grad_out, float* grad_in, int64_t n) {
+  gelu_entry_impl<S, true>(x, grad_out, grad_in, n);
+}
+
+// The machine's limit for hkt-bench: 12 independent FMA chains in registers
+// (enough to cover 2 pipes × 4 cycles of latency), no memory traffic.
+template <class S>
+double fma_loop(int64_t iterations) {
+  using V = typename S::V;
+  V acc[12];
+  for (int j = 0; j < 12; ++j) acc[j] = S::set1(0.001f * float(j));
+  const V x = S::set1(0.999999f), y = S::set1(1e-7f);
+  for (int64_t it = 0; it < iterations; ++it)
+#pragma GCC unroll 12
+    for (int j = 0; j < 12; ++j) acc[j] = S::fmadd(acc[j], x, y);
+  V total = S::zero();
+  for (int j = 0; j < 12; ++j) total = S::add(total, acc[j]);
+  volatile float sink = static_cast<float>(S::reduce_add(total));
+  (void)sink;
+  return 2.0 * 12.0 * S::W * double(iterations);
+}
+
+template <class S>
+constexpr Path make_path() {
+  return Path{S::name,     S::W,          &forward<S>,    &backward<S>,           &gemm_entry<S>,
+              &exp_entry<S>, &fma_loop<S>, &gelu_entry<S>, &gelu_backward_entry<S>};
+}
+
+}  // namespace
+}  // namespace hkt::attention_cpu

@@ -1,0 +1,302 @@
+#pragma once
+// The vector building blocks of the CPU fused-attention kernels
+// (ops/attention_cpu_kernels.h): one traits type per instruction set, a
+// vectorised exp, and a register-blocked micro-kernel for every tile product.
+//
+// Each ISA translation unit (ops/attention_cpu_{plain,avx2,avx512}.cpp) is
+// compiled with its own -m flags and includes this header. Everything here is
+// either a template over the traits type or has internal linkage, so no
+// AVX-512 copy of a function can be chosen by the linker for the AVX2 or
+// plain path (the ODR trap of per-file ISA flags).
+//
+// Traits types: Scalar<T> (W = 1, float or double, the plain path, std::exp),
+// Avx2 (W = 8 floats) and Avx512 (W = 16 floats), each providing
+//   V, Index                     a vector of W values / of W int32 lanes
+//   zero, set1, load, store, add, sub, mul, fmadd, max
+//   exp(v)                       e^v, 0 exactly below −87.5 (see exp_poly)
+//   keep_first(v, n, fill)       lanes ≥ n replaced by fill
+//   reduce_add, reduce_max       over the W lanes
+//   load_index, permute(base, i) lane t = base[i[t]], 0 ≤ i[t] < 2W, base aligned to W values:
+//                                two aligned loads, so a tile just stored is read back
+//                                without a store-forwarding stall
+//   pair_sum(a, b)               lane t = x[2t] + x[2t + 1] of the 2W values x = (a, b)
+//   div, abs, select_nonnegative(x, a, b)   x ≥ 0 ? a : b per lane (NaN: b)
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace hkt::attention_cpu {
+namespace {
+
+// ---- traits ----------------------------------------------------------------
+
+template <class Scalar_>
+struct Scalar {
+  using T = Scalar_;
+  using V = T;
+  using Index = int32_t;
+  static constexpr int W = 1;
+  static constexpr int kMaxVectors = 4;  // columns per micro-kernel block
+  static constexpr const char* name = "plain";
+  static V zero() { return T(0); }
+  static V set1(T x) { return x; }
+  static V load(const T* p) { return *p; }
+  static void store(T* p, V v) { *p = v; }
+  static V add(V a, V b) { return a + b; }
+  static V sub(V a, V b) { return a - b; }
+  static V mul(V a, V b) { return a * b; }
+  static V fmadd(V a, V b, V c) { return a * b + c; }
+  static V max(V a, V b) { return a < b ? b : a; }
+  static V exp(V v) { return std::exp(v); }
+  static V keep_first(V v, int64_t n, T fill) { return n > 0 ? v : fill; }
+  static T reduce_add(V v) { return v; }
+  static T reduce_max(V v) { return v; }
+  static Index load_index(const int32_t* p) { return *p; }
+  static V permute(const T* base, Index index) { return base[index]; }
+  static V pair_sum(V a, V b) { return a + b; }
+  static V div(V a, V b) { return a / b; }
+  static V abs(V v) { return std::abs(v); }
+  static V select_nonnegative(V x, V a, V b) { return x >= T(0) ? a : b; }
+};
+
+// Cephes' expf: e^x = 2^n · p(r), n = round(x·log2 e), r = x − n·ln 2 split in
+// two constants, p of degree 6. Inputs are clamped to [−88, 88]: there n ≤ 127
+// stays a normal exponent, and n = −127 builds the exponent field 0, so scores
+// far below the row maximum (masked keys are −inf) give exactly 0. NaN stays
+// NaN: the clamps keep their second operand when either is NaN.
+// Relative error ≤ 2 ulp where e^x ≥ FLT_MIN (tests/test_attention_simd.cpp).
+template <class S, class Pow2>
+typename S::V exp_poly(typename S::V x, typename S::V (*round)(typename S::V), Pow2 pow2) {
+  using V = typename S::V;
+  x = S::max(S::set1(-88.0f), x);
+  x = S::min(S::set1(88.0f), x);
+  const V n = round(S::mul(x, S::set1(1.44269504088896341f)));
+  V r = S::fmadd(n, S::set1(-0.693359375f), x);
+  r = S::fmadd(n, S::set1(2.12194440e-4f), r);
+  V p = S::set1(1.9875691500e-4f);
+  p = S::fmadd(p, r, S::set1(1.3981999507e-3f));
+  p = S::fmadd(p, r, S::set1(8.3334519073e-3f));
+  p = S::fmadd(p, r, S::set1(4.1665795894e-2f));
+  p = S::fmadd(p, r, S::set1(1.6666665459e-1f));
+  p = S::fmadd(p, r, S::set1(5.0000001201e-1f));
+  p = S::fmadd(p, S::mul(r, r), S::add(r, S::set1(1.0f)));
+  return S::mul(p, pow2(n));
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+struct Avx2 {
+  using T = float;
+  using V = __m256;
+  using Index = __m256i;
+  static constexpr int W = 8;
+  static constexpr int kMaxVectors = 2;  // 6 rows × 2 vectors: 12 of the 16 ymm registers accumulate
+  static constexpr const char* name = "avx2";
+  static V zero() { return _mm256_setzero_ps(); }
+  static V set1(T x) { return _mm256_set1_ps(x); }
+  static V load(const T* p) { return _mm256_loadu_ps(p); }
+  static void store(T* p, V v) { _mm256_storeu_ps(p, v); }
+  static V add(V a, V b) { return _mm256_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
+  static V fmadd(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+  static V max(V a, V b) { return _mm256_max_ps(a, b); }
+  static V min(V a, V b) { return _mm256_min_ps(a, b); }
+  static V round(V v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V exp(V v) {
+    return exp_poly<Avx2>(v, &Avx2::round, [](V n) {
+      const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+      return _mm256_castsi256_ps(bits);
+    });
+  }
+  static V keep_first(V v, int64_t n, T fill) {
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(n < W ? n : W)), lanes);
+    return _mm256_blendv_ps(_mm256_set1_ps(fill), v, _mm256_castsi256_ps(keep));
+  }
+  static T reduce_add(V v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static T reduce_max(V v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+  }
+  static Index load_index(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static V permute(const T* base, Index index) {
+    const V low = _mm256_permutevar8x32_ps(_mm256_load_ps(base), index);
+    const V high = _mm256_permutevar8x32_ps(_mm256_load_ps(base + W), index);
+    return _mm256_blendv_ps(low, high, _mm256_castsi256_ps(_mm256_cmpgt_epi32(index, _mm256_set1_epi32(W - 1))));
+  }
+  static V pair_sum(V a, V b) {  // hadd interleaves 128-bit halves: (a01 a23 b01 b23 | a45 a67 b45 b67)
+    const __m256d sums = _mm256_castps_pd(_mm256_hadd_ps(a, b));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(sums, 0xD8));
+  }
+  static V div(V a, V b) { return _mm256_div_ps(a, b); }
+  static V abs(V v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+  static V select_nonnegative(V x, V a, V b) {
+    return _mm256_blendv_ps(b, a, _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
+  }
+};
+#endif
+
+#if defined(__AVX512F__)
+struct Avx512 {
+  using T = float;
+  using V = __m512;
+  using Index = __m512i;
+  static constexpr int W = 16;
+  static constexpr int kMaxVectors = 4;  // 6 rows × 4 vectors: 24 of the 32 zmm registers accumulate
+  static constexpr const char* name = "avx512";
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(T x) { return _mm512_set1_ps(x); }
+  static V load(const T* p) { return _mm512_loadu_ps(p); }
+  static void store(T* p, V v) { _mm512_storeu_ps(p, v); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V max(V a, V b) { return _mm512_max_ps(a, b); }
+  static V min(V a, V b) { return _mm512_min_ps(a, b); }
+  static V round(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static V exp(V v) {
+    return exp_poly<Avx512>(v, &Avx512::round, [](V n) {
+      const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+      return _mm512_castsi512_ps(bits);
+    });
+  }
+  static V keep_first(V v, int64_t n, T fill) {
+    const __mmask16 keep = n >= W ? __mmask16(0xFFFF) : __mmask16((1u << (n > 0 ? n : 0)) - 1u);
+    return _mm512_mask_blend_ps(keep, _mm512_set1_ps(fill), v);
+  }
+  static T reduce_add(V v) { return _mm512_reduce_add_ps(v); }
+  static T reduce_max(V v) { return _mm512_reduce_max_ps(v); }
+  static Index load_index(const int32_t* p) { return _mm512_loadu_si512(p); }
+  static V permute(const T* base, Index index) {
+    return _mm512_permutex2var_ps(_mm512_load_ps(base), index, _mm512_load_ps(base + W));
+  }
+  static V pair_sum(V a, V b) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+    return _mm512_add_ps(_mm512_permutex2var_ps(a, even, b), _mm512_permutex2var_ps(a, odd, b));
+  }
+  static V div(V a, V b) { return _mm512_div_ps(a, b); }
+  static V abs(V v) { return _mm512_abs_ps(v); }
+  static V select_nonnegative(V x, V a, V b) {
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ), b, a);
+  }
+};
+#endif
+
+// ---- micro-kernel ------------------------------------------------------------
+
+// The strided view of a GEMM's left operand: A(m, k) = data[m · row + k · col].
+// Every tile product broadcasts A one element at a time, so A may be read
+// transposed (Pᵀ, dSᵀ) at no cost; only B needs contiguous rows.
+template <class T>
+struct Strided {
+  const T* data;
+  int64_t row, col;
+  T at(int64_t m, int64_t k) const { return data[m * row + k * col]; }
+};
+
+// C[m, 0 : NV·W] (= or +=) alpha · Σ_k A(m, k) · B[k, 0 : NV·W] for m < MR:
+// MR × NV accumulators stay in registers through the whole k loop.
+template <class S, int MR, int NV>
+inline void micro_kernel(int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
+                         typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate) {
+  using V = typename S::V;
+  V acc[MR][NV];
+#pragma GCC unroll 8
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) acc[m][v] = S::zero();
+  for (int64_t k = 0; k < depth; ++k) {
+    V row[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) row[v] = S::load(b + k * ldb + v * S::W);
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m) {
+      const V am = S::set1(a.at(m, k));
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) acc[m][v] = S::fmadd(am, row[v], acc[m][v]);
+    }
+  }
+  const V scale = S::set1(alpha);
+#pragma GCC unroll 8
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      typename S::T* out = c + m * ldc + v * S::W;
+      S::store(out, accumulate ? S::fmadd(scale, acc[m][v], S::load(out)) : S::mul(scale, acc[m][v]));
+    }
+}
+
+// Rows per micro-kernel for NV vectors of columns: enough independent
+// accumulators to hide the FMA latency, few enough to leave registers for B.
+template <class S>
+constexpr int rows_for(int vectors) {
+  if (S::W == 1) return 4;
+  return vectors <= 2 ? (S::W == 8 && vectors == 2 ? 6 : 8) : 6;
+}
+
+// The remainder rows of a column block: MR − 1 down to 1.
+template <class S, int MR, int NV>
+void micro_kernel_rows(int64_t rows, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
+                       typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate) {
+  if constexpr (MR >= 1) {
+    if (rows == MR) return micro_kernel<S, MR, NV>(depth, a, b, ldb, c, ldc, alpha, accumulate);
+    micro_kernel_rows<S, MR - 1, NV>(rows, depth, a, b, ldb, c, ldc, alpha, accumulate);
+  }
+}
+
+template <class S, int NV>
+void gemm_columns(int64_t rows, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
+                  typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate) {
+  constexpr int MR = rows_for<S>(NV);
+  int64_t m = 0;
+  for (; m + MR <= rows; m += MR)
+    micro_kernel<S, MR, NV>(depth, {a.data + m * a.row, a.row, a.col}, b, ldb, c + m * ldc, ldc, alpha, accumulate);
+  if (m < rows)
+    micro_kernel_rows<S, MR - 1, NV>(rows - m, depth, {a.data + m * a.row, a.row, a.col}, b, ldb, c + m * ldc, ldc,
+                                     alpha, accumulate);
+}
+
+// C[rows, cols] (= or +=) alpha · A[rows, depth] · B[depth, cols], cols a
+// multiple of W, B and C row-major with leading dimensions ldb and ldc.
+// depth 0 writes (or adds) zeros.
+template <class S>
+void gemm(int64_t rows, int64_t cols, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
+          typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate) {
+  constexpr int NB = S::kMaxVectors;
+  const int64_t vectors = cols / S::W;
+  for (int64_t v0 = 0; v0 < vectors; v0 += NB) {
+    const int64_t nv = vectors - v0 < NB ? vectors - v0 : NB;
+    const int64_t col = v0 * S::W;
+    switch (nv) {
+      case 1:
+        gemm_columns<S, 1>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate);
+        break;
+      case 2:
+        if constexpr (NB >= 2) gemm_columns<S, 2>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate);
+        break;
+      case 3:
+        if constexpr (NB >= 3) gemm_columns<S, 3>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate);
+        break;
+      default:
+        if constexpr (NB >= 4) gemm_columns<S, 4>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate);
+        break;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hkt::attention_cpu

@@ -1,0 +1,295 @@
+// The CPU attention paths (ops/attention_cpu.h): every path this build has
+// and this CPU runs — "avx512", "avx2" and always "plain" — is checked here,
+// so each stays tested on any machine (a path the CPU lacks is reported and
+// skipped). The building blocks against plain loops: the micro-kernel GEMM on
+// odd sizes in both operand orientations, the vectorised exp against std::exp.
+// Then both fused ops in float32 on each path against the float64 composed
+// references, at the head widths the SIMD paths serve, and bitwise
+// independence of the thread count.
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <limits>
+#include <random>
+
+#include "ops/attention_cpu.h"
+#include "ops/attention_reference.h"
+#include "tests/gradcheck.h"
+
+using namespace hkt;
+using hkt::testing::lengths_tensor;
+using hkt::testing::random_tensor;
+using hkt::testing::relative_diff;
+
+namespace {
+
+struct PathScope {
+  explicit PathScope(const std::string& name) { set_attention_cpu_path(name); }
+  ~PathScope() { set_attention_cpu_path(""); }
+};
+
+struct TileScope {
+  explicit TileScope(int64_t tile) { set_attention_cpu_tile(tile); }
+  ~TileScope() { set_attention_cpu_tile(64); }
+};
+
+struct ThreadScope {
+  explicit ThreadScope(int threads) : previous(num_threads()) { set_num_threads(threads); }
+  ~ThreadScope() { set_num_threads(previous); }
+  int previous;
+};
+
+std::vector<const attention_cpu::Path*> paths_under_test() {
+  static const bool reported = [] {
+    std::string names;
+    for (const auto* path : attention_cpu::available_paths()) names += std::string(" ") + path->name;
+    std::cout << "attention CPU paths tested on this CPU:" << names << "\n";
+    if (!attention_cpu::avx512_path() || attention_cpu::available_paths().size() < 3)
+      std::cout << "  (paths this build or CPU lacks are skipped: avx512 needs AVX-512F, avx2 needs AVX2 and FMA)\n";
+    return true;
+  }();
+  (void)reported;
+  return attention_cpu::available_paths();
+}
+
+std::vector<float> random_floats(size_t count, uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float& x : values) x = uniform(generator);
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("attention micro-kernel GEMM equals a plain loop on odd sizes, both A orientations") {
+  for (const auto* path : paths_under_test()) {
+    const int64_t width = path->width;
+    for (int64_t rows : {1, 7, 63, 65, 130})
+      for (int64_t depth : {1, 7, 63, 65, 130})
+        for (int64_t cols : {width, 2 * width, 3 * width, 4 * width, 5 * width, 16 * ((width + 15) / 16) * 8})
+          for (bool transposed : {false, true})
+            for (bool accumulate : {false, true}) {
+              // A is [rows, depth], stored as such or transposed; B [depth, cols] with a wider row.
+              const int64_t ldb = cols + 3, ldc = cols + 5;
+              std::vector<float> a = random_floats(rows * depth, 1), b = random_floats(depth * ldb, 2);
+              std::vector<float> c = random_floats(rows * ldc, 3), expected = c;
+              const int64_t a_row = transposed ? 1 : depth, a_col = transposed ? rows : 1;
+              const float alpha = 0.75f;
+              for (int64_t m = 0; m < rows; ++m)
+                for (int64_t n = 0; n < cols; ++n) {
+                  double total = 0;
+                  for (int64_t k = 0; k < depth; ++k)
+                    total += double(a[m * a_row + k * a_col]) * double(b[k * ldb + n]);
+                  expected[m * ldc + n] = float((accumulate ? expected[m * ldc + n] : 0.0) + alpha * total);
+                }
+              path->gemm(rows, cols, depth, a.data(), a_row, a_col, b.data(), ldb, c.data(), ldc, alpha, accumulate);
+              double worst = 0;
+              for (int64_t m = 0; m < rows; ++m)
+                for (int64_t n = 0; n < ldc; ++n) {
+                  const double error = std::abs(double(c[m * ldc + n]) - double(expected[m * ldc + n]));
+                  if (n >= cols) CHECK(error == 0);  // columns past cols untouched
+                  worst = std::max(worst, error);
+                }
+              INFO(path->name << " rows " << rows << " cols " << cols << " depth " << depth
+                              << (transposed ? " transposed" : "") << (accumulate ? " accumulate" : ""));
+              CHECK(worst <= 1e-5 * std::sqrt(double(depth)) + 1e-6);
+            }
+  }
+}
+
+TEST_CASE("the vectorised exp matches std::exp over the range the kernels use, and underflows to exactly 0") {
+  for (const auto* path : paths_under_test()) {
+    INFO(path->name);
+    // Scores minus the row maximum (≤ 0), and slightly above 0 (rounding in the backward's S − lse).
+    std::vector<float> inputs;
+    for (float x = -87.0f; x <= 10.0f; x += 0.00731f) inputs.push_back(x);
+    for (float x : {0.0f, -0.0f, 1e-30f, -1e-30f, 1.0f, -1.0f, -87.33f}) inputs.push_back(x);
+    std::vector<float> outputs(inputs.size());
+    path->exp(inputs.data(), outputs.data(), static_cast<int64_t>(inputs.size()));
+    double worst = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const double exact = std::exp(double(inputs[i]));
+      worst = std::max(worst, std::abs(double(outputs[i]) - exact) / exact);
+    }
+    std::cout << path->name << " exp: worst relative error " << worst << " over [-87, 10]\n";
+    CHECK(worst <= 3e-7);  // ≤ 2.5 ulp of float
+    // Masked and far-below-maximum scores: exactly 0. NaN stays NaN.
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> edge{-inf, -1e30f, -1000.0f, -89.0f, -88.0f, std::nanf(""), -inf, -inf, -inf, -inf,
+                            -inf, -inf, -inf, -inf, -inf, -inf, -inf};
+    std::vector<float> edge_out(edge.size());
+    path->exp(edge.data(), edge_out.data(), static_cast<int64_t>(edge.size()));
+    for (size_t i = 0; i < edge.size(); ++i) {
+      INFO("input " << edge[i]);
+      if (std::isnan(edge[i]))
+        CHECK(std::isnan(edge_out[i]));
+      else if (edge[i] >= -89.0f)  // below FLT_MIN: 0 for the SIMD paths, a subnormal from std::exp
+        CHECK(edge_out[i] < std::numeric_limits<float>::min());
+      else
+        CHECK(edge_out[i] == 0.0f);
+    }
+  }
+}
+
+TEST_CASE("the vectorised GELU and its backward match x Φ(x) in double to 3e-6 relative for x ≥ −5") {
+  for (const auto* path : paths_under_test()) {
+    INFO(path->name);
+    std::vector<float> x, g;
+    for (float v = -12.0f; v <= 12.0f; v += 0.00917f) x.push_back(v);
+    for (float v : {0.0f, -0.0f, 1e-20f, -1e-20f, 30.0f, -13.5f}) x.push_back(v);
+    x.push_back(0.5f);  // an odd count: the tail runs too
+    const std::vector<float> grad = random_floats(x.size(), 9);
+    std::vector<float> y(x.size()), dx(x.size());
+    path->gelu(x.data(), y.data(), static_cast<int64_t>(x.size()));
+    path->gelu_backward(x.data(), grad.data(), dx.data(), static_cast<int64_t>(x.size()));
+    double worst = 0, worst_backward = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double xi = x[i], cdf = 0.5 * std::erfc(-xi / std::sqrt(2.0));
+      const double pdf = std::exp(-0.5 * xi * xi) / std::sqrt(2.0 * M_PI);
+      const double exact = xi * cdf, exact_backward = double(grad[i]) * (cdf + xi * pdf);
+      // Relative error where the result is a normal float; the backward's
+      // Φ(x) + x φ(x) crosses 0 near x = −0.75, so there it is relative to |grad|.
+      // Far in the left tail (x < −5, GELU < 1e-6) the float rounding of −x²/2
+      // inside exp dominates: up to ~1e-5 relative on values below 1e-6.
+      const double error = std::abs(y[i] - exact) / std::max(std::abs(exact), 1e-300);
+      if (std::abs(exact) < 1e-30)
+        CHECK(std::abs(y[i]) <= 1e-30);
+      else if (xi >= -5.0)
+        worst = std::max(worst, error);
+      else
+        CHECK(error <= 1e-4);
+      worst_backward = std::max(worst_backward, std::abs(dx[i] - exact_backward) /
+                                                    std::max(std::abs(exact_backward), 0.1 * std::abs(double(grad[i]))));
+      if (xi == 0) CHECK(y[i] == 0.0f);
+    }
+    std::cout << path->name << " gelu: worst relative error " << worst << ", backward " << worst_backward << "\n";
+    CHECK(worst <= 3e-6);  // measured 1.7e-6 near x = −5 (ulp of x²/2 inside exp)
+    CHECK(worst_backward <= 1e-6);
+    const float nan = std::nanf("");
+    float out = 0;
+    path->gelu(&nan, &out, 1);
+    CHECK(std::isnan(out));
+  }
+}
+
+namespace {
+
+// Output and gradients of Σ out ⊙ weights for fresh leaves.
+template <class F>
+std::vector<Tensor> run(F&& f, const std::vector<Tensor>& inputs, const Tensor& weights) {
+  std::vector<Tensor> leaves;
+  for (const Tensor& t : inputs) leaves.push_back(t.detach().clone().requires_grad_(true));
+  Tensor out = f(leaves);
+  sum(mul(out, weights)).backward();
+  std::vector<Tensor> results{out.detach()};
+  for (const Tensor& leaf : leaves) results.push_back(leaf.grad());
+  return results;
+}
+
+std::vector<Tensor> cast_all(const std::vector<Tensor>& tensors, DType dtype) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : tensors) out.push_back(t.to(dtype));
+  return out;
+}
+
+// inputs: q_0..q_{L-1}, k_0..k_{L-1}, v, level_logits (MHA: q, k, v).
+std::vector<Tensor> random_inputs(int64_t batch, int64_t length, int64_t levels, int64_t stride, int64_t head_dim,
+                                  bool mha) {
+  std::vector<Tensor> q, k;
+  uint64_t seed = 7;
+  for (int64_t l = 0; l < levels; ++l) {
+    const Shape shape{batch, 2, level_length(length, l, stride), head_dim};
+    q.push_back(random_tensor(shape, ++seed));
+    k.push_back(random_tensor(shape, ++seed));
+  }
+  std::vector<Tensor> all(q);
+  all.insert(all.end(), k.begin(), k.end());
+  all.push_back(random_tensor({batch, 2, length, head_dim}, ++seed));
+  if (!mha) all.push_back(random_tensor({2, levels}, ++seed));
+  return all;
+}
+
+std::function<Tensor(const std::vector<Tensor>&)> op(bool mha, bool reference, int64_t levels, int64_t stride,
+                                                     bool causal, const Tensor& lengths) {
+  return [=](const std::vector<Tensor>& in) {
+    if (mha)
+      return reference ? attention_reference(in[0], in[1], in[2], lengths, causal)
+                       : attention(in[0], in[1], in[2], lengths, causal);
+    const std::vector<Tensor> q(in.begin(), in.begin() + levels), k(in.begin() + levels, in.begin() + 2 * levels);
+    const Tensor &v = in[2 * levels], &logits = in[2 * levels + 1];
+    return reference ? multiscale_attention_reference(q, k, v, logits, lengths, stride, causal)
+                     : multiscale_attention(q, k, v, logits, lengths, stride, causal);
+  };
+}
+
+}  // namespace
+
+TEST_CASE("fused attention in float32 on every CPU path equals the float64 composed reference") {
+  for (const auto* path : paths_under_test()) {
+    PathScope scope(path->name);
+    for (int64_t head_dim : {16, 32, 64, 128})
+      for (int64_t tile : {8, 64}) {
+        TileScope tiles(tile);
+        for (bool mha : {true, false})
+          for (int64_t stride : mha ? std::vector<int64_t>{2} : std::vector<int64_t>{2, 3})
+            for (bool causal : {false, true}) {
+              const int64_t levels = mha ? 1 : 3, length = head_dim >= 64 ? 77 : 130;
+              const Tensor lengths = lengths_tensor({length, length - 9});
+              const std::vector<Tensor> inputs = random_inputs(2, length, levels, stride, head_dim, mha);
+              const Tensor weights = random_tensor({2, 2, length, head_dim}, 99);
+              const auto expected = run(op(mha, true, levels, stride, causal, lengths), inputs, weights);
+              const auto actual = run(op(mha, false, levels, stride, causal, lengths),
+                                      cast_all(inputs, DType::Float32), weights.to(DType::Float32));
+              REQUIRE(attention_cpu_path(head_dim) == path->name);
+              for (size_t which = 0; which < actual.size(); ++which) {
+                INFO(path->name << (mha ? " MHA" : " HKT L=3") << " stride " << stride << " dh " << head_dim
+                                << " tile " << tile << (causal ? " causal" : " bidirectional") << ": "
+                                << (which == 0 ? "output" : "gradient of input " + std::to_string(which - 1)));
+                CHECK(relative_diff(actual[which].to(DType::Float64), expected[which]) <= 1e-4);
+              }
+            }
+      }
+  }
+}
+
+TEST_CASE("fused attention on every CPU path is bitwise the same for 1 and 2 threads, batch × heads from 2") {
+  for (const auto* path : paths_under_test()) {
+    PathScope scope(path->name);
+    for (int64_t batch : {1, 3})
+      for (bool mha : {true, false})
+        for (bool causal : {false, true}) {
+          const int64_t levels = mha ? 1 : 3, length = 200;
+          const Tensor lengths = lengths_tensor(batch == 1 ? std::vector<int64_t>{length}
+                                                           : std::vector<int64_t>{length, 150, 1});
+          const auto inputs = cast_all(random_inputs(batch, length, levels, 2, 16, mha), DType::Float32);
+          const Tensor weights = random_tensor({batch, 2, length, 16}, 5, DType::Float32);
+          std::vector<Tensor> one, two;
+          {
+            ThreadScope threads(1);
+            one = run(op(mha, false, levels, 2, causal, lengths), inputs, weights);
+          }
+          {
+            ThreadScope threads(2);
+            two = run(op(mha, false, levels, 2, causal, lengths), inputs, weights);
+          }
+          for (size_t which = 0; which < one.size(); ++which) {
+            INFO(path->name << (mha ? " MHA" : " HKT") << " batch " << batch << (causal ? " causal" : "") << " #"
+                            << which);
+            CHECK(one[which].to_vector<float>() == two[which].to_vector<float>());
+          }
+        }
+  }
+}
+
+TEST_CASE("a forced CPU path that cannot serve the head width, or does not exist, is a clear error") {
+  CHECK_THROWS_WITH(set_attention_cpu_path("neon"), Catch::Matchers::Contains("'neon' is not available"));
+  for (const auto* path : paths_under_test()) {
+    if (path->width == 1) continue;
+    PathScope scope(path->name);
+    const Shape shape{1, 1, 8, 4};  // dh = 4 is no multiple of the vector width
+    const Tensor x = random_tensor(shape, 1, DType::Float32);
+    CHECK_THROWS_WITH(attention(x, x, x, lengths_tensor({8}), false),
+                      Catch::Matchers::Contains("needs a head width that is a multiple of"));
+  }
+}
