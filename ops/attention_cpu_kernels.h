@@ -4,21 +4,24 @@
 // MHA is the multi-scale op with one level and λ = 1.
 //
 // Forward (FlashAttention-2's plan): one task per (batch, head, query tile).
-// For each key tile, every level's coarse score tile C_l = q_l k_lᵀ/√dh is a
-// register-blocked GEMM against keys packed transposed; coarse tiles are
-// causally masked in coarse space (column b > row a is 0) and added to the
-// fine tile S through the key map with one permute per vector. An online
-// softmax folds S into the output: O += P·V is another GEMM.
+// Every key tile of a head is packed once (transposed, per level, with its
+// key map). For each key tile: level 0's scores S₀ = λ₀ q kᵀ/√dh and each
+// coarse level's tile C_l = q_l k_lᵀ/√dh are register-blocked GEMMs; coarse
+// tiles are causally masked in coarse space (column b > row a is 0), expanded
+// to fine key columns with one permute per vector and summed once per
+// level-1 row (the maps nest), and that sum is added to S₀ inside the online
+// softmax's first pass. O += P·V is another GEMM.
 //
-// Backward: P = exp(S − lse), dP = dO·Vᵀ, dS = P ⊙ (dP − D) per tile; then
-// dV += Pᵀ·dO, dK₀ += λ₀ dSᵀ·Q₀/√dh, dQ₀ += λ₀ dS·K₀/√dh, and for l ≥ 1 the
-// tile's dS pooled onto coarse rows (vector adds) and columns (through the
-// key map), P_l, with dλ_l += Σ P_l ⊙ C_l and the coarse gradients as GEMMs.
-// Tasks are (batch, head, key chunk): a chunk owns its key tiles' dK₀ and dV
-// rows; the gradients that several chunks touch (every dQ_l, dK_l for l ≥ 1)
-// go to a buffer per chunk, summed in chunk order afterwards. The chunk count
-// depends on the problem only, never on the thread count, so results are
-// bitwise the same for any number of threads.
+// Backward: S recomputed the same way, P = exp(S − lse), dP = dO·Vᵀ,
+// dS = P ⊙ (dP − D) per tile; then dV += Pᵀ·dO, dK₀ += λ₀ dSᵀ·Q₀/√dh,
+// dQ₀ += λ₀ dS·K₀/√dh, and for l ≥ 1 the tile's dS pooled onto coarse rows
+// (vector adds) and columns (vector pair sums for power-of-two blocks), P_l,
+// with the coarse gradients as GEMMs; dλ_l = Σ q_l ⊙ (P_l k_l)/√dh reuses
+// the dq_l product. Tasks are (batch, head, key chunk): a chunk owns its key
+// tiles' dK₀ and dV rows; the gradients that several chunks touch (every
+// dQ_l, dK_l for l ≥ 1) go to a buffer per chunk, summed in chunk order
+// afterwards. The chunk count depends on the problem only, never on the
+// thread count, so results are bitwise the same for any number of threads.
 #include <algorithm>
 
 #include "engine/cpu_allocator.h"
@@ -100,7 +103,7 @@ struct Workspace {
   using T = typename S::T;
   const Problem& p;
   const int64_t dh, np, ld;  // head width; tile columns padded to W; coarse row stride (np + W: the permutes read 2W)
-  Buffer<T> values_t, product, coarse, expanded, scores, grads, acc, pooled, level_grad, row_max, row_sum, delta;
+  Buffer<T> values_t, product, coarse, combined, scores, grads, acc, pooled, level_grad, row_max, row_sum, delta;
   KeyTileStore<T> own_keys;  // the backward's current key tile
   KeyTile<T> keys;
   Buffer<QueryGeometry> query_rows;
@@ -117,7 +120,7 @@ struct Workspace {
         values_t(backward ? problem.head_dim * np : 0),
         product(backward ? (problem.tile + 1) * problem.head_dim : 0),
         coarse(problem.levels * (problem.tile + 1) * ld),
-        expanded(problem.levels * (problem.tile + 1) * np),
+        combined((problem.tile + 1) * np),
         scores(problem.tile * np),
         grads(backward ? problem.tile * np : 0),
         acc(backward ? 0 : problem.tile * problem.head_dim),
@@ -135,7 +138,13 @@ struct Workspace {
 
   const T* level_keys(int64_t l) const { return keys.keys_t + l * dh * np; }
   T* level_coarse(int64_t l) { return coarse.data + l * (p.tile + 1) * ld; }
-  T* level_expanded(int64_t l) { return expanded.data + l * (p.tile + 1) * np; }
+  // The coarse levels' part of fine row i0 + r's scores (combine_levels), or
+  // null where no coarse term is allowed yet (causal, before the first block).
+  const T* coarse_scores(int64_t i0, int64_t r) const {
+    if (p.levels < 2 || query_rows.data[1].rows <= 0) return nullptr;
+    const int64_t a = query_index(1, i0 + r);
+    return a < 0 ? nullptr : combined.data + (a - query_rows.data[1].row0) * np;
+  }
 
   // SPEC section 3's query map q_l(i) (−1: no complete block yet, causal),
   // tabulated once per call (QueryMaps): no division in the inner loops.
@@ -204,11 +213,12 @@ void load_keys(const Problem& p, const typename S::T* const* keys, int64_t np, i
 }
 
 template <class S>
-void expand_levels(Workspace<S>& w, int64_t i0, int64_t rows);
+void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows);
 
-// The fused scores of queries [i0, i1) × the loaded key tile into
-// w.scores[r · np + c], scale and λ included; the coarse levels' tiles stay in
-// their slots (causally masked), their query rows in w.query_rows.
+// The fused scores of queries [i0, i1) × the loaded key tile, scale and λ
+// included: level 0's in w.scores[r · np + c], the coarse levels' summed in
+// w.combined (w.coarse_scores(i0, r) finds a row's). Each level's coarse tile
+// stays in its slot (causally masked), its query rows in w.query_rows.
 template <class S>
 void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) {
   using T = typename S::T;
@@ -232,65 +242,39 @@ void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) 
         std::fill(coarse + a * w.ld + first_masked, coarse + a * w.ld + t.padded, T(0));
       }
   }
-  expand_levels(w, i0, rows);
+  combine_levels(w, i0, rows);
 }
 
-// S[r, ·] += Σ_{l ≥ 1} λ_l · C_l[q_l(i0 + r), column_l[·]]. Each coarse row
-// is first expanded to fine columns once (one permute per vector; a coarse
-// row serves s^l fine rows), then every fine row adds its levels' expanded
-// rows with aligned loads, summed in registers.
+// The coarse levels' scores at fine key resolution, once per level-1 row:
+//   combined[a, ·] = Σ_{l ≥ 1} λ_l · C_l[q_l(a), column_l[·]].
+// The maps nest (every fine row of level-1 row a has the same q_l for l ≥ 2),
+// so a fine row's scores are S₀[r, ·] + combined[q_1(i0 + r), ·]: the passes
+// that read S anyway (the softmax, P = exp(S − lse)) add it there, and the
+// permutes run once per level-1 row instead of once per fine row and level.
 template <class S>
-void expand_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
+void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
   using T = typename S::T;
   using V = typename S::V;
   const Problem& p = w.p;
+  if (p.levels < 2) return;
   const int64_t np = w.np, vectors = np / S::W;
-  for (int64_t l = 1; l < p.levels; ++l) {
-    const QueryGeometry& g = w.query_rows.data[l];
-    const int32_t* base = w.keys.window_base + l * vectors;
-    const int32_t* index = w.keys.window_index + l * np;
-    for (int64_t a = 0; a < g.rows; ++a) {
-      const T* coarse_row = w.level_coarse(l) + a * w.ld;
-      T* expanded = w.level_expanded(l) + a * np;
-      for (int64_t v = 0; v < vectors; ++v)
-        S::store(expanded + v * S::W, S::permute(coarse_row + base[v], S::load_index(index + v * S::W)));
-    }
-  }
-  constexpr int64_t kMaxLevels = 16;
-  const T* sources[kMaxLevels];
-  V lambdas[kMaxLevels];
-  for (int64_t first = 1; first < p.levels; first += kMaxLevels)  // groups of levels: any L
-  for (int64_t r = 0; r < rows; ++r) {
-    T* row = w.scores.data + r * np;
-    int64_t active = 0;
-    for (int64_t l = first; l < std::min(p.levels, first + kMaxLevels); ++l) {
+  const QueryGeometry& first = w.query_rows.data[1];
+  int64_t r = 0;
+  for (int64_t a = 0; a < first.rows; ++a) {
+    while (r < rows && w.query_index(1, i0 + r) < first.row0 + a) ++r;  // a fine row of level-1 row a
+    T* out = w.combined.data + a * np;
+    for (int64_t v = 0; v < vectors; ++v) S::store(out + v * S::W, S::zero());
+    for (int64_t l = 1; l < p.levels; ++l) {
       const QueryGeometry& g = w.query_rows.data[l];
-      const int64_t a = w.query_index(l, i0 + r);
-      if (g.rows <= 0 || a < 0) continue;
-      sources[active] = w.level_expanded(l) + (a - g.row0) * np;
-      lambdas[active++] = S::set1(w.weight.data[l]);
-    }
-    // Four vectors of the row at a time, every level summed before one store.
-    int64_t c = 0;
-    for (; c + 4 * S::W <= np; c += 4 * S::W) {
-      V s0 = S::load(row + c), s1 = S::load(row + c + S::W), s2 = S::load(row + c + 2 * S::W),
-        s3 = S::load(row + c + 3 * S::W);
-      for (int64_t n = 0; n < active; ++n) {
-        const T* e = sources[n] + c;
-        s0 = S::fmadd(lambdas[n], S::load(e), s0);
-        s1 = S::fmadd(lambdas[n], S::load(e + S::W), s1);
-        s2 = S::fmadd(lambdas[n], S::load(e + 2 * S::W), s2);
-        s3 = S::fmadd(lambdas[n], S::load(e + 3 * S::W), s3);
-      }
-      S::store(row + c, s0);
-      S::store(row + c + S::W, s1);
-      S::store(row + c + 2 * S::W, s2);
-      S::store(row + c + 3 * S::W, s3);
-    }
-    for (; c < np; c += S::W) {
-      V s = S::load(row + c);
-      for (int64_t n = 0; n < active; ++n) s = S::fmadd(lambdas[n], S::load(sources[n] + c), s);
-      S::store(row + c, s);
+      const int64_t row = w.query_index(l, i0 + r);
+      if (g.rows <= 0 || row < 0) continue;
+      const T* coarse_row = w.level_coarse(l) + (row - g.row0) * w.ld;
+      const int32_t* base = w.keys.window_base + l * vectors;
+      const int32_t* index = w.keys.window_index + l * np;
+      const V lambda = S::set1(w.weight.data[l]);
+      for (int64_t v = 0; v < vectors; ++v)
+        S::store(out + v * S::W, S::fmadd(lambda, S::permute(coarse_row + base[v], S::load_index(index + v * S::W)),
+                                          S::load(out + v * S::W)));
     }
   }
 }
@@ -323,6 +307,8 @@ void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, const
         continue;
       }
       V tile_max = S::set1(-std::numeric_limits<T>::infinity());
+      if (const T* coarse = w.coarse_scores(i0, r))
+        for (int64_t c = 0; c < np; c += S::W) S::store(s + c, S::add(S::load(s + c), S::load(coarse + c)));
       for (int64_t c = 0; c < count; c += S::W)
         tile_max = S::max(tile_max, S::keep_first(S::load(s + c), count - c, -std::numeric_limits<T>::infinity()));
       const T new_max = std::max(w.row_max.data[r], S::reduce_max(tile_max));
@@ -492,8 +478,10 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
     const V shift = S::set1(lse[i]), delta = S::set1(w.delta.data[i]);
     T* s = w.scores.data + r * np;
     T* ds = w.grads.data + r * np;
+    const T* coarse = w.coarse_scores(i0, r);
     for (int64_t c = 0; c < np; c += S::W) {
-      const V prob = S::keep_first(S::exp(S::sub(S::load(s + c), shift)), count - c, T(0));
+      const V score = coarse ? S::add(S::load(s + c), S::load(coarse + c)) : S::load(s + c);
+      const V prob = S::keep_first(S::exp(S::sub(score, shift)), count - c, T(0));
       S::store(s + c, prob);
       S::store(ds + c, S::mul(prob, S::sub(S::load(ds + c), delta)));
     }

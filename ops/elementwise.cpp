@@ -49,9 +49,29 @@ void binary_cpu(const Tensor& a, const Tensor& b, Tensor& out) {
     auto sa = broadcast_strides(a.shape(), out.shape()), sb = broadcast_strides(b.shape(), out.shape());
     const int64_t length = out.dim() == 0 ? 1 : out.shape().back();
     const int64_t step_a = out.dim() == 0 ? 0 : sa.back(), step_b = out.dim() == 0 ? 0 : sb.back();
+    if (a.shape() == out.shape() && b.shape() == out.shape()) {  // no broadcast: one flat loop the compiler vectorises
+      const int64_t n = out.numel();
+#pragma omp parallel for if (n > HKT_OMP_MIN_WORK)
+      for (int64_t i = 0; i < n; ++i) po[i] = Op::apply(pa[i], pb[i]);
+      return;
+    }
+    // The common row patterns (both contiguous, or one operand constant along
+    // the row: a bias, a per-row scale) get loops with unit or zero steps.
     for_each_broadcast_row(out.shape(), sa, sb, [&](int64_t row, int64_t offset_a, int64_t offset_b) {
       T* o = po + row * length;
-      for (int64_t j = 0; j < length; ++j) o[j] = Op::apply(pa[offset_a + j * step_a], pb[offset_b + j * step_b]);
+      const T* ra = pa + offset_a;
+      const T* rb = pb + offset_b;
+      if (step_a == 1 && step_b == 1) {
+        for (int64_t j = 0; j < length; ++j) o[j] = Op::apply(ra[j], rb[j]);
+      } else if (step_a == 1 && step_b == 0) {
+        const T vb = rb[0];
+        for (int64_t j = 0; j < length; ++j) o[j] = Op::apply(ra[j], vb);
+      } else if (step_a == 0 && step_b == 1) {
+        const T va = ra[0];
+        for (int64_t j = 0; j < length; ++j) o[j] = Op::apply(va, rb[j]);
+      } else {
+        for (int64_t j = 0; j < length; ++j) o[j] = Op::apply(ra[j * step_a], rb[j * step_b]);
+      }
     });
   });
 }

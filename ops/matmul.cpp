@@ -9,8 +9,11 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include "engine/dispatch.h"
+#include "ops/attention_cpu.h"
 #include "ops/blas.h"
 #include "ops/common.h"
 #include "ops/elementwise.h"
@@ -53,6 +56,45 @@ int blas_int(int64_t value) {
 
 }  // namespace
 
+// float32 GEMMs whose N is a multiple of the vector width run on the
+// attention kernels' register-blocked micro-kernel (ops/attention_cpu.h): as
+// fast as OpenBLAS's own kernels on this model's thin shapes (M = B·T, N and
+// K = d or d_ff), and as fast on a CPU that OpenBLAS mis-detects. Threads
+// split the rows of C, so every element is summed by one thread in one
+// order. HKT_CPU_GEMM=blas sends every GEMM to BLAS (to compare the two).
+bool own_gemm_enabled() {
+  static const bool enabled = [] {
+    const char* choice = std::getenv("HKT_CPU_GEMM");
+    return !(choice && std::string(choice) == "blas");
+  }();
+  return enabled;
+}
+
+void own_gemm(const float* pa, const float* pb, float* pc, const GemmDims& d, const attention_cpu::Path& path) {
+  const int64_t m = d.m, n = d.n, k = d.k;
+  const int64_t a_row = d.trans_a ? 1 : k, a_col = d.trans_a ? m : 1;
+  std::vector<float> packed;  // bᵀ as [K, N] rows: the micro-kernel streams B by rows
+  constexpr int64_t kRows = 48;  // a multiple of the micro-kernel's 6 and 8 rows
+  const int64_t blocks = (m + kRows - 1) / kRows;
+  for (int64_t i = 0; i < d.batch; ++i) {
+    const float* b = pb + i * d.stride_b;
+    if (d.trans_b && (i == 0 || d.stride_b != 0)) {
+      packed.resize(static_cast<size_t>(k * n));
+      for (int64_t row = 0; row < n; ++row)
+        for (int64_t col = 0; col < k; ++col) packed[col * n + row] = b[row * k + col];
+    }
+    const float* rows_b = d.trans_b ? packed.data() : b;
+    const float* a = pa + i * d.stride_a;
+    float* c = pc + i * d.stride_c;
+    const bool accumulate = d.stride_c == 0 && i > 0;
+#pragma omp parallel for schedule(static) if (m * n * k > 8 * HKT_OMP_MIN_WORK && blocks > 1)
+    for (int64_t block = 0; block < blocks; ++block) {
+      const int64_t m0 = block * kRows, rows = std::min(kRows, m - m0);
+      path.gemm(rows, n, k, a + m0 * a_row, a_row, a_col, rows_b, n, c + m0 * n, n, 1.0f, accumulate);
+    }
+  }
+}
+
 // Batch items run one after another: each BLAS call is already multithreaded,
 // and summing into a shared c (beta = 1 after the first item) stays in a fixed order.
 void gemm_cpu(const Tensor& a, const Tensor& b, Tensor& c, const GemmDims& d) {
@@ -63,6 +105,11 @@ void gemm_cpu(const Tensor& a, const Tensor& b, Tensor& c, const GemmDims& d) {
     if (d.k == 0 || d.batch == 0) {  // an empty sum; BLAS may leave c untouched
       std::fill(pc, pc + c.numel(), T(0));
       return;
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      const attention_cpu::Path& path = attention_cpu::widest_path();
+      if (path.width > 1 && d.n % path.width == 0 && own_gemm_enabled())
+        return own_gemm(static_cast<const float*>(a.raw_data()), static_cast<const float*>(b.raw_data()), pc, d, path);
     }
     const T* pa = static_cast<const T*>(a.raw_data());
     const T* pb = static_cast<const T*>(b.raw_data());

@@ -1,5 +1,6 @@
 #include "ops/shape.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "engine/dispatch.h"
@@ -43,7 +44,10 @@ void permute_cpu(const Tensor& x, const std::vector<int64_t>& dims, Tensor& out)
     const Word* px = static_cast<const Word*>(x.raw_data());
     Word* po = static_cast<Word*>(out.raw_data());
     for_each_broadcast_row(out.shape(), strides, strides, [&](int64_t row, int64_t offset, int64_t) {
-      for (int64_t j = 0; j < length; ++j) po[row * length + j] = px[offset + j * step];
+      if (step == 1)  // the last axis stays last (split and merge heads): a contiguous row copy
+        std::copy(px + offset, px + offset + length, po + row * length);
+      else
+        for (int64_t j = 0; j < length; ++j) po[row * length + j] = px[offset + j * step];
     });
   };
   if (dtype_size(x.dtype()) == 4) move(uint32_t{});

@@ -225,16 +225,17 @@ std::function<Tensor(const std::vector<Tensor>&)> op(bool mha, bool reference, i
 
 }  // namespace
 
-TEST_CASE("fused attention in float32 on every CPU path equals the float64 composed reference") {
+TEST_CASE("fused attention in float32 on every CPU path equals the float64 composed reference, L = 1 to 8") {
   for (const auto* path : paths_under_test()) {
     PathScope scope(path->name);
     for (int64_t head_dim : {16, 32, 64, 128})
       for (int64_t tile : {8, 64}) {
         TileScope tiles(tile);
-        for (bool mha : {true, false})
-          for (int64_t stride : mha ? std::vector<int64_t>{2} : std::vector<int64_t>{2, 3})
+        for (int64_t levels : head_dim <= 32 ? std::vector<int64_t>{1, 2, 3, 4, 8} : std::vector<int64_t>{1, 3})
+          for (int64_t stride : levels == 1 ? std::vector<int64_t>{2} : std::vector<int64_t>{2, 3})
             for (bool causal : {false, true}) {
-              const int64_t levels = mha ? 1 : 3, length = head_dim >= 64 ? 77 : 130;
+              const bool mha = levels == 1;
+              const int64_t length = head_dim >= 64 ? 77 : 130;
               const Tensor lengths = lengths_tensor({length, length - 9});
               const std::vector<Tensor> inputs = random_inputs(2, length, levels, stride, head_dim, mha);
               const Tensor weights = random_tensor({2, 2, length, head_dim}, 99);
@@ -243,10 +244,13 @@ TEST_CASE("fused attention in float32 on every CPU path equals the float64 compo
                                       cast_all(inputs, DType::Float32), weights.to(DType::Float32));
               REQUIRE(attention_cpu_path(head_dim) == path->name);
               for (size_t which = 0; which < actual.size(); ++which) {
-                INFO(path->name << (mha ? " MHA" : " HKT L=3") << " stride " << stride << " dh " << head_dim
-                                << " tile " << tile << (causal ? " causal" : " bidirectional") << ": "
-                                << (which == 0 ? "output" : "gradient of input " + std::to_string(which - 1)));
-                CHECK(relative_diff(actual[which].to(DType::Float64), expected[which]) <= 1e-4);
+                const std::string what = std::string(path->name) + (mha ? " MHA" : " HKT L=" + std::to_string(levels)) +
+                                         " stride " + std::to_string(stride) + " dh " + std::to_string(head_dim) +
+                                         " tile " + std::to_string(tile) + (causal ? " causal" : " bidirectional") +
+                                         ": " + (which == 0 ? "output" : "gradient of input " + std::to_string(which - 1));
+                // check_close's floor of 0.1 on the denominator: a level whose block spans
+                // every key has a gradient that is 0 in theory (Σ_j dS_ij = 0), float32 noise here.
+                hkt::testing::check_close(what, actual[which], expected[which], 1e-4);
               }
             }
       }

@@ -172,3 +172,28 @@ TEST_CASE("the BLAS core check flags pre-AVX2 kernels on AVX2 and AVX-512 CPUs, 
   CHECK(info.library.rfind("OpenBLAS", 0) == 0);
   CHECK(!info.core.empty());
 }
+
+TEST_CASE("float32 GEMMs on the vector micro-kernel equal float64 BLAS: transposes, batches, a shared operand's summed gradient") {
+  // N a multiple of 16 takes the micro-kernel on AVX2 and AVX-512 CPUs (ops/matmul.cpp); N = 10 stays on BLAS.
+  for (int64_t n : {16, 64, 10})
+    for (int64_t m : {1, 7, 100})
+      for (int64_t k : {1, 37, 130})
+        for (bool ta : {false, true})
+          for (bool tb : {false, true}) {
+            const Shape a_shape = ta ? Shape{3, k, m} : Shape{3, m, k};
+            const Shape b_shape = tb ? Shape{n, k} : Shape{k, n};  // shared by every batch item
+            Tensor a = hkt::testing::random_tensor(a_shape, 1), b = hkt::testing::random_tensor(b_shape, 2);
+            Tensor weights = hkt::testing::random_tensor({3, m, n}, 3);
+            auto run = [&](DType dtype) {
+              Tensor la = a.to(dtype).requires_grad_(true), lb = b.to(dtype).requires_grad_(true);
+              Tensor out = gemm(la, lb, ta, tb);
+              sum(mul(out, weights.to(dtype))).backward();  // b's gradient sums over the batch
+              return std::vector<Tensor>{out.detach(), la.grad(), lb.grad()};
+            };
+            const auto single = run(DType::Float32), exact = run(DType::Float64);
+            for (size_t which = 0; which < 3; ++which) {
+              INFO("m " << m << " n " << n << " k " << k << (ta ? " aᵀ" : "") << (tb ? " bᵀ" : "") << " #" << which);
+              CHECK(hkt::testing::relative_diff(single[which].to(DType::Float64), exact[which]) <= 1e-5);
+            }
+          }
+}

@@ -7,6 +7,7 @@
 //
 //   hkt-bench [--device cpu|cuda] [--min-t 256] [--max-t 8192] [--batch B] [--heads H] [--head-dim dh]
 //             [--threads N] [--repeats 3] [--causal] [--fused-only]
+//   hkt-bench step [--model mha|hkt|both] [--threads N] [--profile] ...   (tools/bench/step.h)
 //
 // On the CPU it first measures the machine's limit: a register-only FMA loop
 // on every thread at once with the widest SIMD path this CPU runs (printed
@@ -47,6 +48,7 @@
 #include "engine/dispatch.h"
 #include "ops/attention_cpu.h"
 #include "ops/blas.h"
+#include "tools/bench/step.h"
 #include "ops/attention_reference.h"
 
 using namespace hkt;
@@ -74,7 +76,8 @@ struct Options {
 
 constexpr const char* kUsage =
     "usage: hkt-bench [--device cpu|cuda] [--min-t T] [--max-t T] [--batch B] [--heads H] [--head-dim dh]\n"
-    "                 [--threads N] [--repeats R] [--causal] [--fused-only]\n";
+    "                 [--threads N] [--repeats R] [--causal] [--fused-only]\n"
+    "       hkt-bench step [--model mha|hkt|both] [--threads N] [--profile] [--help for the rest]\n";
 
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "hkt-bench: " << problem << "\n"
@@ -272,8 +275,19 @@ std::string case_name(const Case& c) {
 
 int main(int argc, char** argv) {
   reexec_with_blas_core(argv);  // before any work: OpenBLAS picks its kernels when it loads
-  Options options;
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty() && (args[0] == "step" || args[0] == "--step-child")) {  // the training step (tools/bench/step.h)
+    const bench::StepOptions step = bench::parse_step_options({args.begin() + 1, args.end()});
+    if (args[0] == "--step-child") return bench::run_step_child(step);
+    if (step.threads > 0) set_num_threads(step.threads);
+    const double peak = fma_peak_gflops(num_threads());
+    std::printf("{\"machine\":\"cpu\",\"threads\":%d,\"fma_peak_gflops\":%.1f,\"fma_peak_path\":\"%s\","
+                "\"blas\":\"%s\",\"blas_core\":\"%s\"}\n",
+                num_threads(), peak, attention_cpu::widest_path().name, blas_info().library.c_str(),
+                blas_info().core.c_str());
+    return bench::run_step_bench(step, argv, peak);
+  }
+  Options options;
   Case child;
   bool is_child = false, explicit_sizes = false;
   for (size_t i = 0; i < args.size(); ++i) {

@@ -1,0 +1,296 @@
+// `hkt-bench step` (tools/bench/step.h).
+#include "tools/bench/step.h"
+
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "engine/cpu_allocator.h"
+#include "engine/profiler.h"
+#include "hkt.h"
+#include "models/classifier.h"
+
+namespace hkt::bench {
+
+namespace {
+
+[[noreturn]] void step_usage(const std::string& problem) {
+  std::cerr << "hkt-bench step: " << problem << "\n"
+            << "usage: hkt-bench step [--model mha|hkt|both] [--batch 32] [--seq-len 512] [--d-model 64]\n"
+            << "                      [--layers 2] [--heads 4] [--d-ff 128] [--levels 3] [--steps 10]\n"
+            << "                      [--warmup 2] [--threads N] [--profile]\n";
+  std::exit(2);
+}
+
+int64_t step_int(const std::string& flag, const std::string& text, int64_t min_value) {
+  char* end = nullptr;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || value < min_value)
+    step_usage(flag + " needs an integer ≥ " + std::to_string(min_value) + ", got '" + text + "'");
+  return value;
+}
+
+models::ModelConfig model_config(const StepOptions& o, const std::string& model) {
+  models::ModelConfig config;
+  config.attention = model;
+  config.vocab = 18;
+  config.max_len = o.seq_len;
+  config.d_model = o.d_model;
+  config.n_layers = o.layers;
+  config.n_heads = o.heads;
+  config.d_ff = o.d_ff;
+  config.classes = 10;
+  config.levels = model == "hkt" ? o.levels : 1;
+  config.validate();
+  return config;
+}
+
+// The model FLOPs of one training step (tools/bench/step.h).
+double step_flops(const StepOptions& o, const std::string& model) {
+  const double tokens = double(o.batch) * o.seq_len, d = double(o.d_model), dh = d / o.heads;
+  double gemm = 2 * 2 * tokens * d * o.d_ff;  // the feed-forward block
+  double attention = 0;
+  if (model == "mha") {
+    gemm += 4 * 2 * tokens * d * d;  // q, k, v, out
+    attention = 4.0 * dh * o.batch * o.heads * double(o.seq_len) * o.seq_len;
+  } else {
+    gemm += 2 * 2 * tokens * d * d;  // v, out
+    double pairs = 0;
+    for (int64_t l = 0; l < o.levels; ++l) {
+      const double rows = double(level_length(o.seq_len, l, 2));
+      gemm += 2 * 2 * o.batch * rows * d * d;  // q_l, k_l
+      pairs += rows * rows;
+    }
+    attention = 2.0 * dh * o.batch * o.heads * (pairs + double(o.seq_len) * o.seq_len);
+  }
+  return o.layers * (3 * gemm + 3.5 * attention);
+}
+
+struct StepResult {
+  std::string model;
+  double median_ms = 0, min_ms = 0, max_ms = 0, peak_mib = 0, gflop = 0;
+  int64_t allocations = 0;
+  std::vector<profiler::OpTime> ops;
+  bool ok = false;
+  std::string error;
+};
+
+}  // namespace
+
+StepOptions parse_step_options(const std::vector<std::string>& args) {
+  StepOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) step_usage(flag + " needs a value");
+      return args[++i];
+    };
+    if (flag == "--model") {
+      const std::string name = value();
+      if (name == "both")
+        o.models = {"mha", "hkt"};
+      else if (name == "mha" || name == "hkt")
+        o.models = {name};
+      else
+        step_usage("--model must be mha, hkt or both, got '" + name + "'");
+    } else if (flag == "--batch")
+      o.batch = step_int(flag, value(), 1);
+    else if (flag == "--seq-len")
+      o.seq_len = step_int(flag, value(), 1);
+    else if (flag == "--d-model")
+      o.d_model = step_int(flag, value(), 1);
+    else if (flag == "--layers")
+      o.layers = step_int(flag, value(), 1);
+    else if (flag == "--heads")
+      o.heads = step_int(flag, value(), 1);
+    else if (flag == "--d-ff")
+      o.d_ff = step_int(flag, value(), 1);
+    else if (flag == "--levels")
+      o.levels = step_int(flag, value(), 1);
+    else if (flag == "--steps")
+      o.steps = static_cast<int>(step_int(flag, value(), 1));
+    else if (flag == "--warmup")
+      o.warmup = static_cast<int>(step_int(flag, value(), 0));
+    else if (flag == "--threads")
+      o.threads = static_cast<int>(step_int(flag, value(), 0));
+    else if (flag == "--profile")
+      o.profile = true;
+    else if (flag == "--help" || flag == "-h")
+      step_usage("the training step benchmark");
+    else
+      step_usage("unknown argument " + flag);
+  }
+  return o;
+}
+
+int run_step_child(const StepOptions& o) {
+  if (o.threads > 0) set_num_threads(o.threads);
+  const std::string model_name = o.models.front();
+  const models::ModelConfig config = model_config(o, model_name);
+  std::unique_ptr<models::Classifier> model;
+  if (model_name == "mha")
+    model = std::make_unique<models::MHAClassifier>(config, 0);
+  else
+    model = std::make_unique<models::HKTClassifier>(config, 0);
+  AdamW optimizer(model->named_parameters(), {.lr = 1e-3});
+  Generator generator(7);
+  std::vector<int64_t> ids(o.batch * o.seq_len), classes(o.batch);
+  for (int64_t& id : ids) id = 1 + static_cast<int64_t>(generator.next_u64() % 17);
+  for (int64_t& c : classes) c = static_cast<int64_t>(generator.next_u64() % 10);
+  const Tensor tokens = Tensor::from_vector(ids, {o.batch, o.seq_len});
+  const Tensor lengths = Tensor::from_vector(std::vector<int64_t>(o.batch, o.seq_len), {o.batch});
+  const Tensor labels = Tensor::from_vector(classes, {o.batch});
+  auto step = [&] {
+    Tensor loss = cross_entropy(model->forward(tokens, lengths), labels);
+    loss.backward();
+    clip_grad_norm(model->named_parameters(), 1.0);
+    optimizer.step();
+    optimizer.zero_grad();
+  };
+  for (int s = 0; s < o.warmup; ++s) step();
+  std::vector<double> times;
+  int64_t allocations = 0;
+  if (o.profile) {
+    profiler::reset();
+    profiler::enable(true);
+  }
+  for (int s = 0; s < o.steps; ++s) {
+    const int64_t before = cpu_allocator_stats().system_allocations;
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    allocations = cpu_allocator_stats().system_allocations - before;
+  }
+  profiler::enable(false);
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
+                                          : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  std::printf("%s %.4f %.4f %.4f %.2f %lld", model_name.c_str(), median, sorted.front(), sorted.back(),
+              double(usage.ru_maxrss) / 1024.0, static_cast<long long>(allocations));
+  for (const profiler::OpTime& op : profiler::snapshot())
+    std::printf(" %s %lld %.4f", op.op.c_str(), static_cast<long long>(op.calls), op.ms / o.steps);
+  std::printf("\n");
+  return 0;
+}
+
+namespace {
+
+StepResult measure_step(const StepOptions& o, const std::string& model, char** argv) {
+  StepResult result;
+  result.model = model;
+  result.gflop = step_flops(o, model) / 1e9;
+  int fds[2];
+  if (pipe(fds) != 0) return result.error = "pipe failed", result;
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid < 0) return result.error = "fork failed", result;
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    std::vector<std::string> args = {argv[0],       "--step-child", "--model",           model,
+                                     "--batch",     std::to_string(o.batch),             "--seq-len",
+                                     std::to_string(o.seq_len),     "--d-model",         std::to_string(o.d_model),
+                                     "--layers",    std::to_string(o.layers),            "--heads",
+                                     std::to_string(o.heads),       "--d-ff",            std::to_string(o.d_ff),
+                                     "--levels",    std::to_string(o.levels),            "--steps",
+                                     std::to_string(o.steps),       "--warmup",          std::to_string(o.warmup),
+                                     "--threads",   std::to_string(o.threads)};
+    if (o.profile) args.push_back("--profile");
+    std::vector<char*> child_argv;
+    for (std::string& arg : args) child_argv.push_back(arg.data());
+    child_argv.push_back(nullptr);
+    execv("/proc/self/exe", child_argv.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string output;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fds[0], buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<size_t>(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::istringstream in(output);
+  std::string name;
+  long long allocations = 0;
+  if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
+        (in >> name >> result.median_ms >> result.min_ms >> result.max_ms >> result.peak_mib >> allocations))) {
+    result.error = WIFSIGNALED(status) ? "child killed by signal " + std::to_string(WTERMSIG(status)) : "child failed";
+    return result;
+  }
+  result.allocations = allocations;
+  profiler::OpTime op;
+  while (in >> op.op >> op.calls >> op.ms) result.ops.push_back(op);
+  result.ok = true;
+  return result;
+}
+
+}  // namespace
+
+int run_step_bench(const StepOptions& o, char** argv, double peak_gflops) {
+  std::vector<StepResult> results;
+  for (const std::string& model : o.models) {
+    StepResult r = measure_step(o, model, argv);
+    std::printf("{\"bench\":\"step\",\"model\":\"%s\",\"B\":%lld,\"T\":%lld,\"d\":%lld,\"layers\":%lld,\"heads\":%lld,"
+                "\"d_ff\":%lld,\"levels\":%lld,\"threads\":%d,\"steps\":%d",
+                model.c_str(), (long long)o.batch, (long long)o.seq_len, (long long)o.d_model, (long long)o.layers,
+                (long long)o.heads, (long long)o.d_ff, (long long)(model == "hkt" ? o.levels : 1),
+                o.threads > 0 ? o.threads : num_threads(), o.steps);
+    if (!r.ok) {
+      std::printf(",\"error\":\"%s\"}\n", r.error.c_str());
+    } else {
+      const double gflops = r.gflop / (r.median_ms / 1e3);
+      std::printf(",\"median_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f,\"gflop\":%.3f,\"gflops\":%.2f", r.median_ms,
+                  r.min_ms, r.max_ms, r.gflop, gflops);
+      if (peak_gflops > 0) std::printf(",\"share_of_peak\":%.4f", gflops / peak_gflops);
+      std::printf(",\"peak_rss_mib\":%.1f,\"system_allocations_per_step\":%lld", r.peak_mib, (long long)r.allocations);
+      if (!r.ops.empty()) {
+        std::printf(",\"ops_ms_per_step\":{");
+        for (size_t i = 0; i < r.ops.size(); ++i)
+          std::printf("%s\"%s\":%.3f", i ? "," : "", r.ops[i].op.c_str(), r.ops[i].ms);
+        std::printf("}");
+      }
+      std::printf("}\n");
+    }
+    std::fflush(stdout);
+    results.push_back(r);
+  }
+  std::printf("\n%-6s %10s %10s %10s %9s %8s %9s %12s\n", "model", "median ms", "min ms", "max ms", "GFLOP/s",
+              "% peak", "peak MiB", "allocs/step");
+  for (const StepResult& r : results) {
+    if (!r.ok) {
+      std::printf("%-6s error: %s\n", r.model.c_str(), r.error.c_str());
+      continue;
+    }
+    const double gflops = r.gflop / (r.median_ms / 1e3);
+    std::printf("%-6s %10.1f %10.1f %10.1f %9.1f %7.1f%% %9.1f %12lld\n", r.model.c_str(), r.median_ms, r.min_ms,
+                r.max_ms, gflops, peak_gflops > 0 ? 100 * gflops / peak_gflops : 0.0, r.peak_mib,
+                (long long)r.allocations);
+  }
+  if (results.size() == 2 && results[0].ok && results[1].ok)
+    std::printf("HKT/MHA step-time ratio: %.3f\n", results[1].median_ms / results[0].median_ms);
+  for (const StepResult& r : results) {
+    if (r.ops.empty()) continue;
+    double total = 0;
+    for (const auto& op : r.ops) total += op.ms;
+    std::printf("\n%s: time per step by kernel (ms; %.1f of %.1f ms in kernels)\n", r.model.c_str(), total,
+                r.median_ms);
+    for (const auto& op : r.ops)
+      if (op.ms >= 0.005 * total) std::printf("  %-34s %9.2f  %5.1f%%  %6lld calls\n", op.op.c_str(), op.ms,
+                                              100 * op.ms / r.median_ms, (long long)op.calls / o.steps);
+  }
+  return 0;
+}
+
+}  // namespace hkt::bench

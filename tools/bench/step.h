@@ -1,0 +1,36 @@
+#pragma once
+// `hkt-bench step`: the training step of the SPEC-size classifiers (T = 512,
+// d = 64, 2 layers, 4 heads, d_ff = 128, batch 32, HKT L = 3, s = 2 unless
+// told otherwise) on the CPU: forward, cross-entropy, backward, gradient
+// clipping and AdamW, on random tokens at full length. Each model runs in its
+// own child process (its peak RSS is its own). Reports ms/step (median, min,
+// max over the steps after warm-up), the model's GFLOP/s and share of the
+// measured FMA peak, the system allocations of the last step (0: the caching
+// allocator serves everything), peak RSS, and with --profile the time per
+// kernel (engine/profiler.h), forward and backward kernels apart.
+//
+// FLOPs counted (the model's, not what a kernel executes): every GEMM of the
+// forward 2·M·N·K, its backward twice that; attention as hkt-bench's cases
+// (the forward's score and P·V products, the backward 2.5 times the forward).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hkt::bench {
+
+struct StepOptions {
+  std::vector<std::string> models{"mha", "hkt"};
+  int64_t batch = 32, seq_len = 512, d_model = 64, layers = 2, heads = 4, d_ff = 128, levels = 3;
+  int steps = 10, warmup = 2, threads = 0;
+  bool profile = false;
+};
+
+// Parses `step`'s flags (after the word "step"); exits 2 with a message on a bad one.
+StepOptions parse_step_options(const std::vector<std::string>& args);
+// Runs every model in a child process (this program again with --step-child)
+// and prints one JSON line each, then a table. Returns the exit code.
+int run_step_bench(const StepOptions& options, char** argv, double peak_gflops);
+// The child: one model's steps, one JSON line on stdout.
+int run_step_child(const StepOptions& options);
+
+}  // namespace hkt::bench
