@@ -1,14 +1,17 @@
 #pragma once
-// The whole public API: #include "hkt.h".
+// The whole public API of the tensor engine, its ops and nn: #include "hkt.h".
+// The models, data sets, files and the training run have headers of their
+// own (models/classifier.h, data/listops.h, io/safetensors.h, train/training.h).
 #include "engine/autograd.h"
 #include "engine/device.h"
 #include "engine/dtype.h"
 #include "engine/error.h"
-#include "engine/module.h"
-#include "engine/optim.h"
 #include "engine/random.h"
 #include "engine/tensor.h"
 #include "engine/threads.h"
+#include "nn/layers.h"
+#include "nn/module.h"
+#include "nn/optim.h"
 #include "ops/attention.h"
 #include "ops/conv1d.h"
 #include "ops/copy.h"
@@ -20,6 +23,7 @@
 #include "ops/matmul.h"
 #include "ops/multiscale_attention.h"
 #include "ops/norm.h"
+#include "ops/optim.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"

@@ -98,7 +98,7 @@ void depthwise_conv1d_backward_cuda(const Tensor& x, const Tensor& weight, const
 
 }  // namespace
 
-HKT_REGISTER_KERNEL("depthwise_conv1d", DeviceType::CUDA, depthwise_conv1d_cuda);
-HKT_REGISTER_KERNEL("depthwise_conv1d_backward", DeviceType::CUDA, depthwise_conv1d_backward_cuda);
+HKT_REGISTER_KERNEL(kernels::depthwise_conv1d, DeviceType::CUDA, depthwise_conv1d_cuda);
+HKT_REGISTER_KERNEL(kernels::depthwise_conv1d_backward, DeviceType::CUDA, depthwise_conv1d_backward_cuda);
 
 }  // namespace hkt::cuda

@@ -29,6 +29,6 @@ void cast_cuda(const Tensor& x, Tensor& out) {
 
 }  // namespace
 
-HKT_REGISTER_KERNEL("cast", DeviceType::CUDA, cast_cuda);
+HKT_REGISTER_KERNEL(kernels::cast, DeviceType::CUDA, cast_cuda);
 
 }  // namespace hkt::cuda

@@ -100,23 +100,23 @@ void unary_backward_cuda(const Tensor& x, const Tensor& y, const Tensor& grad_ou
 
 }  // namespace
 
-HKT_REGISTER_KERNEL("add", DeviceType::CUDA, binary_cuda<math::Add>);
-HKT_REGISTER_KERNEL("sub", DeviceType::CUDA, binary_cuda<math::Sub>);
-HKT_REGISTER_KERNEL("mul", DeviceType::CUDA, binary_cuda<math::Mul>);
-HKT_REGISTER_KERNEL("div", DeviceType::CUDA, binary_cuda<math::Div>);
-HKT_REGISTER_KERNEL("broadcast_to", DeviceType::CUDA, broadcast_cuda);
+HKT_REGISTER_KERNEL(kernels::add, DeviceType::CUDA, binary_cuda<math::Add>);
+HKT_REGISTER_KERNEL(kernels::sub, DeviceType::CUDA, binary_cuda<math::Sub>);
+HKT_REGISTER_KERNEL(kernels::mul, DeviceType::CUDA, binary_cuda<math::Mul>);
+HKT_REGISTER_KERNEL(kernels::div, DeviceType::CUDA, binary_cuda<math::Div>);
+HKT_REGISTER_KERNEL(kernels::broadcast_to, DeviceType::CUDA, broadcast_cuda);
 
-#define HKT_REGISTER_UNARY_CUDA(name, Op)                                 \
-  HKT_REGISTER_KERNEL(name, DeviceType::CUDA, unary_cuda<math::Op>);     \
-  HKT_REGISTER_KERNEL(name "_backward", DeviceType::CUDA, unary_backward_cuda<math::Op>)
-HKT_REGISTER_UNARY_CUDA("neg", Neg);
-HKT_REGISTER_UNARY_CUDA("exp", Exp);
-HKT_REGISTER_UNARY_CUDA("log", Log);
-HKT_REGISTER_UNARY_CUDA("tanh", Tanh);
-HKT_REGISTER_UNARY_CUDA("sigmoid", Sigmoid);
-HKT_REGISTER_UNARY_CUDA("relu", Relu);
-HKT_REGISTER_UNARY_CUDA("gelu", Gelu);
-HKT_REGISTER_UNARY_CUDA("sqrt", Sqrt);
-HKT_REGISTER_UNARY_CUDA("pow", Pow);
+#define HKT_REGISTER_UNARY_CUDA(name, Op)                                          \
+  HKT_REGISTER_KERNEL(kernels::name, DeviceType::CUDA, unary_cuda<math::Op>); \
+  HKT_REGISTER_KERNEL(kernels::name##_backward, DeviceType::CUDA, unary_backward_cuda<math::Op>)
+HKT_REGISTER_UNARY_CUDA(neg, Neg);
+HKT_REGISTER_UNARY_CUDA(exp, Exp);
+HKT_REGISTER_UNARY_CUDA(log, Log);
+HKT_REGISTER_UNARY_CUDA(tanh, Tanh);
+HKT_REGISTER_UNARY_CUDA(sigmoid, Sigmoid);
+HKT_REGISTER_UNARY_CUDA(relu, Relu);
+HKT_REGISTER_UNARY_CUDA(gelu, Gelu);
+HKT_REGISTER_UNARY_CUDA(sqrt, Sqrt);
+HKT_REGISTER_UNARY_CUDA(pow, Pow);
 
 }  // namespace hkt::cuda

@@ -68,7 +68,7 @@ void index_add_cuda(const Tensor& grad_out, const Tensor& index, int64_t axis, T
 
 }  // namespace
 
-HKT_REGISTER_KERNEL("index_select", DeviceType::CUDA, index_select_cuda);
-HKT_REGISTER_KERNEL("index_add", DeviceType::CUDA, index_add_cuda);
+HKT_REGISTER_KERNEL(kernels::index_select, DeviceType::CUDA, index_select_cuda);
+HKT_REGISTER_KERNEL(kernels::index_add, DeviceType::CUDA, index_add_cuda);
 
 }  // namespace hkt::cuda

@@ -80,7 +80,7 @@ void cross_entropy_backward_cuda(const Tensor& logits, const Tensor& labels, con
 
 }  // namespace
 
-HKT_REGISTER_KERNEL("cross_entropy", DeviceType::CUDA, cross_entropy_cuda);
-HKT_REGISTER_KERNEL("cross_entropy_backward", DeviceType::CUDA, cross_entropy_backward_cuda);
+HKT_REGISTER_KERNEL(kernels::cross_entropy, DeviceType::CUDA, cross_entropy_cuda);
+HKT_REGISTER_KERNEL(kernels::cross_entropy_backward, DeviceType::CUDA, cross_entropy_backward_cuda);
 
 }  // namespace hkt::cuda

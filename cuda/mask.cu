@@ -41,6 +41,6 @@ void masked_fill_cuda(const Tensor& x, const Tensor& mask, double value, Tensor&
 
 }  // namespace
 
-HKT_REGISTER_KERNEL("masked_fill", DeviceType::CUDA, masked_fill_cuda);
+HKT_REGISTER_KERNEL(kernels::masked_fill, DeviceType::CUDA, masked_fill_cuda);
 
 }  // namespace hkt::cuda

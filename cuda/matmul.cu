@@ -55,6 +55,6 @@ void gemm_cuda(const Tensor& a, const Tensor& b, Tensor& c, const GemmDims& d) {
 
 }  // namespace
 
-HKT_REGISTER_KERNEL("gemm", DeviceType::CUDA, gemm_cuda);
+HKT_REGISTER_KERNEL(kernels::gemm, DeviceType::CUDA, gemm_cuda);
 
 }  // namespace hkt::cuda

@@ -129,7 +129,7 @@ void layer_norm_backward_cuda(const Tensor& x, const Tensor& weight, const Tenso
 
 }  // namespace
 
-HKT_REGISTER_KERNEL("layer_norm", DeviceType::CUDA, layer_norm_cuda);
-HKT_REGISTER_KERNEL("layer_norm_backward", DeviceType::CUDA, layer_norm_backward_cuda);
+HKT_REGISTER_KERNEL(kernels::layer_norm, DeviceType::CUDA, layer_norm_cuda);
+HKT_REGISTER_KERNEL(kernels::layer_norm_backward, DeviceType::CUDA, layer_norm_backward_cuda);
 
 }  // namespace hkt::cuda

@@ -1,13 +1,12 @@
-// CUDA kernels of the optimizer updates (engine/optim.h): SGD, AdamW (per
-// parameter, and over all parameters in one launch per 32: engine/optim_multi.h)
+// CUDA kernels of the optimizer updates (ops/optim.h; CPU: ops/optim.cpp):
+// SGD, AdamW (per parameter, and over all parameters in one launch per 32)
 // and the in-place scale used by gradient clipping. The arithmetic follows the CPU
 // kernels step by step (hyper-parameters rounded to float32 as they are there).
 #include <algorithm>
 
 #include "cuda/kernel_util.cuh"
 #include "engine/dispatch.h"
-#include "engine/optim.h"
-#include "engine/optim_multi.h"
+#include "ops/optim.h"
 
 namespace hkt::cuda {
 namespace {
@@ -137,9 +136,9 @@ void scale_cuda(Tensor& x, double factor) {
 
 }  // namespace
 
-HKT_REGISTER_KERNEL("sgd_step", DeviceType::CUDA, sgd_step_cuda);
-HKT_REGISTER_KERNEL("adamw_step", DeviceType::CUDA, adamw_step_cuda);
-HKT_REGISTER_KERNEL("adamw_step_multi", DeviceType::CUDA, adamw_step_multi_cuda);
-HKT_REGISTER_KERNEL("scale_", DeviceType::CUDA, scale_cuda);
+HKT_REGISTER_KERNEL(kernels::sgd_step, DeviceType::CUDA, sgd_step_cuda);
+HKT_REGISTER_KERNEL(kernels::adamw_step, DeviceType::CUDA, adamw_step_cuda);
+HKT_REGISTER_KERNEL(kernels::adamw_step_multi, DeviceType::CUDA, adamw_step_multi_cuda);
+HKT_REGISTER_KERNEL(kernels::scale_, DeviceType::CUDA, scale_cuda);
 
 }  // namespace hkt::cuda

@@ -91,8 +91,8 @@ void max_backward_cuda(const Tensor& grad_out, const Tensor& argmax, AxisSplit s
 
 }  // namespace
 
-HKT_REGISTER_KERNEL("sum", DeviceType::CUDA, sum_cuda);
-HKT_REGISTER_KERNEL("max", DeviceType::CUDA, max_cuda);
-HKT_REGISTER_KERNEL("max_backward", DeviceType::CUDA, max_backward_cuda);
+HKT_REGISTER_KERNEL(kernels::sum, DeviceType::CUDA, sum_cuda);
+HKT_REGISTER_KERNEL(kernels::max, DeviceType::CUDA, max_cuda);
+HKT_REGISTER_KERNEL(kernels::max_backward, DeviceType::CUDA, max_backward_cuda);
 
 }  // namespace hkt::cuda

@@ -68,7 +68,7 @@ void permute_cuda(const Tensor& x, const std::vector<int64_t>& dims, Tensor& out
 
 }  // namespace
 
-HKT_REGISTER_KERNEL("axis_copy", DeviceType::CUDA, axis_copy_cuda);
-HKT_REGISTER_KERNEL("permute", DeviceType::CUDA, permute_cuda);
+HKT_REGISTER_KERNEL(kernels::axis_copy, DeviceType::CUDA, axis_copy_cuda);
+HKT_REGISTER_KERNEL(kernels::permute, DeviceType::CUDA, permute_cuda);
 
 }  // namespace hkt::cuda

@@ -94,9 +94,9 @@ void softmax_backward_cuda(const Tensor& y, const Tensor& grad_out, AxisSplit sp
 
 }  // namespace
 
-HKT_REGISTER_KERNEL("softmax", DeviceType::CUDA, softmax_cuda<false>);
-HKT_REGISTER_KERNEL("softmax_backward", DeviceType::CUDA, softmax_backward_cuda<false>);
-HKT_REGISTER_KERNEL("log_softmax", DeviceType::CUDA, softmax_cuda<true>);
-HKT_REGISTER_KERNEL("log_softmax_backward", DeviceType::CUDA, softmax_backward_cuda<true>);
+HKT_REGISTER_KERNEL(kernels::softmax, DeviceType::CUDA, softmax_cuda<false>);
+HKT_REGISTER_KERNEL(kernels::softmax_backward, DeviceType::CUDA, softmax_backward_cuda<false>);
+HKT_REGISTER_KERNEL(kernels::log_softmax, DeviceType::CUDA, softmax_cuda<true>);
+HKT_REGISTER_KERNEL(kernels::log_softmax_backward, DeviceType::CUDA, softmax_backward_cuda<true>);
 
 }  // namespace hkt::cuda

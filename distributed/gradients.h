@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "distributed/communicator.h"
-#include "engine/module.h"
+#include "engine/tensor.h"
 
 namespace hkt::distributed {
 

@@ -2,12 +2,11 @@
 
 #include <atomic>
 #include <cmath>
-#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
-#include "ops/elementwise.h"
+#include "engine/tensor_ops.h"
 
 namespace hkt {
 namespace {
@@ -54,14 +53,15 @@ std::string shapes_of(const std::vector<Tensor>& inputs) {
 }
 
 // A NaN is always an anomaly. An infinity is one only where it starts: an op
-// may pass on an infinite input (softmax of a masked score), and masked_fill
-// writes -inf on purpose (attention masks).
-void check_forward_anomaly(const char* op, const std::vector<Tensor>& inputs, const Tensor& output) {
+// may pass on an infinite input (softmax of a masked score), and some write
+// -inf on purpose (ForwardInf::Intended: attention masks).
+void check_forward_anomaly(const char* op, const std::vector<Tensor>& inputs, const Tensor& output,
+                           ForwardInf infinities) {
   const NonFinite found = find_non_finite(output);
   std::string what;
   if (found.nan_index >= 0) {
     what = describe_nan(found);
-  } else if (found.inf_index >= 0 && std::string_view(op) != "masked_fill") {
+  } else if (found.inf_index >= 0 && infinities == ForwardInf::Anomaly) {
     bool inherited = false;
     for (const Tensor& input : inputs) inherited = inherited || find_non_finite(input).inf_index >= 0;
     if (!inherited) what = describe_inf(found);
@@ -108,16 +108,23 @@ std::vector<std::shared_ptr<Node>> topological_order(const std::shared_ptr<Node>
   return order;
 }
 
+// The sum of two gradients, with ops/elementwise.h's add (engine/tensor_ops.h).
+Tensor sum_of(const Tensor& a, const Tensor& b) {
+  auto* add = tensor_ops().add;
+  if (add == nullptr) fail("backward: no 'add' op is registered to sum gradients (ops/elementwise.cpp registers it)");
+  return add(a, b);
+}
+
 void accumulate(std::unordered_map<Node*, Tensor>& sums, Node* node, const Tensor& gradient) {
   auto [it, inserted] = sums.try_emplace(node, gradient);
-  if (!inserted) it->second = add(it->second, gradient);
+  if (!inserted) it->second = sum_of(it->second, gradient);
 }
 
 void accumulate_leaf(const Tensor& leaf, const Tensor& gradient) {
   Tensor existing = leaf.grad();
   // The first gradient is cloned: op backwards may hand the same tensor to
   // several inputs, and optimizers and clipping update .grad in place.
-  leaf.set_grad(existing.defined() ? add(existing, gradient) : gradient.clone());
+  leaf.set_grad(existing.defined() ? sum_of(existing, gradient) : gradient.clone());
 }
 
 }  // namespace
@@ -135,8 +142,9 @@ bool needs_grad(const std::vector<Tensor>& inputs) {
   return false;
 }
 
-void record(const char* op, const std::vector<Tensor>& inputs, Tensor& output, Node::BackwardFn backward) {
-  if (anomaly_mode.load(std::memory_order_relaxed)) check_forward_anomaly(op, inputs, output);
+void record(const char* op, const std::vector<Tensor>& inputs, Tensor& output, Node::BackwardFn backward,
+            ForwardInf infinities) {
+  if (anomaly_mode.load(std::memory_order_relaxed)) check_forward_anomaly(op, inputs, output, infinities);
   if (!needs_grad(inputs)) return;
   auto node = std::make_shared<Node>();
   node->op = op;

@@ -61,10 +61,17 @@ class DetectAnomalyGuard {
 // True when an op applied to these inputs must record a node.
 bool needs_grad(const std::vector<Tensor>& inputs);
 
+// What anomaly mode makes of an infinity in an op's forward output: an
+// anomaly where it starts (no input held one), or intended, for an op that
+// writes ±Inf on purpose (masked_fill's −inf attention masks). A NaN is an
+// anomaly either way.
+enum class ForwardInf { Anomaly, Intended };
+
 // Attaches a node to `output` if any input requires grad and recording is on.
 // `backward` returns one tensor per input (undefined for inputs without grad);
 // it runs with recording off.
-void record(const char* op, const std::vector<Tensor>& inputs, Tensor& output, Node::BackwardFn backward);
+void record(const char* op, const std::vector<Tensor>& inputs, Tensor& output, Node::BackwardFn backward,
+            ForwardInf infinities = ForwardInf::Anomaly);
 
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
 

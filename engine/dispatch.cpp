@@ -53,6 +53,29 @@ void register_kernel(const std::string& op, DeviceType device, AnyKernel fn, std
 
 bool has_kernel(const std::string& op, DeviceType device) { return kernel_table().count({op, device}) > 0; }
 
+KernelOverride::KernelOverride(const std::string& op, DeviceType device, AnyKernel fn, std::type_index signature)
+    : op_(op), device_(device) {
+  auto it = kernel_table().find({op, device});
+  if (it != kernel_table().end()) {
+    previous_ = it->second.fn;
+    previous_signature_ = it->second.signature;
+  }
+  register_kernel(op, device, fn, signature);
+}
+
+KernelOverride::~KernelOverride() {
+  if (previous_ != nullptr)
+    register_kernel(op_, device_, previous_, previous_signature_);
+  else
+    kernel_table().erase({op_, device_});
+}
+
+std::vector<RegisteredKernel> registered_kernels() {
+  std::vector<RegisteredKernel> out;
+  for (const auto& [key, _] : kernel_table()) out.push_back({key.first, key.second});
+  return out;
+}
+
 AnyKernel find_kernel(const std::string& op, Device device, std::type_index signature) {
   auto it = kernel_table().find({op, device.type});
   if (it == kernel_table().end()) fail(op, ": no kernel for device ", device.str());

@@ -2,10 +2,11 @@
 // The one place that knows devices: op × device → kernel, device → allocator.
 //
 // Each ops/<family>.cpp registers its CPU kernels with HKT_REGISTER_KERNEL;
-// cuda/<family>.cu registers the CUDA ones under the same op names. An op
-// looks its kernel up by name and by the device of its inputs:
+// cuda/<family>.cu registers the CUDA ones under the same op names, declared
+// once beside the kernel signatures (ops/<family>.h, namespace kernels). An
+// op looks its kernel up by name and by the device of its inputs:
 //
-//   auto add = dispatch::kernel<BinaryKernel>("add", a.device());
+//   auto add = dispatch::kernel<BinaryKernel>(kernels::add, a.device());
 //
 // A lookup checks the kernel's signature, so a mismatch is an Error, not UB.
 #include <cstddef>
@@ -13,6 +14,7 @@
 #include <string>
 #include <typeindex>
 #include <typeinfo>
+#include <vector>
 
 #include "engine/device.h"
 #include "engine/profiler.h"
@@ -24,6 +26,14 @@ using AnyKernel = void (*)();
 void register_kernel(const std::string& op, DeviceType device, AnyKernel fn, std::type_index signature);
 AnyKernel find_kernel(const std::string& op, Device device, std::type_index signature);
 bool has_kernel(const std::string& op, DeviceType device);
+
+// Every registered (op, device type) pair, sorted by op, CPU before CUDA
+// (tests/test_kernel_coverage.cpp holds them against the tests).
+struct RegisteredKernel {
+  std::string op;
+  DeviceType device;
+};
+std::vector<RegisteredKernel> registered_kernels();
 
 // A looked-up kernel: call it like the function, or convert it to Fn*. While
 // the profiler is on (engine/profiler.h) the call's wall time goes to op.
@@ -77,6 +87,25 @@ const Allocator& allocator(Device device);
 // How many devices of this type can be used now: 0 when the backend is not
 // built in or (for CUDA) no device is present.
 int device_count(DeviceType device);
+
+// Replaces the kernel of (op, device) while it lives and puts the old one
+// back (or none): the way a test swaps a kernel (tools/inspect/test_faults.h).
+class KernelOverride {
+ public:
+  template <class Fn>
+  KernelOverride(const std::string& op, DeviceType device, Fn* fn)
+      : KernelOverride(op, device, reinterpret_cast<AnyKernel>(fn), typeid(Fn)) {}
+  ~KernelOverride();
+  KernelOverride(const KernelOverride&) = delete;
+  KernelOverride& operator=(const KernelOverride&) = delete;
+
+ private:
+  KernelOverride(const std::string& op, DeviceType device, AnyKernel fn, std::type_index signature);
+  std::string op_;
+  DeviceType device_;
+  AnyKernel previous_ = nullptr;
+  std::type_index previous_signature_ = typeid(void);
+};
 
 struct KernelRegistrar {
   template <class Fn>

@@ -4,7 +4,7 @@
 
 #include "engine/autograd.h"
 #include "engine/dispatch.h"
-#include "ops/copy.h"
+#include "engine/tensor_ops.h"
 
 namespace hkt {
 namespace {
@@ -21,7 +21,19 @@ void convert(const void* from, To* to, int64_t n) {
   for (int64_t i = 0; i < n; ++i) to[i] = static_cast<To>(typed[i]);
 }
 
+// An entry of the TensorOps table, which ops/ must have filled in.
+template <class Fn>
+Fn* registered(Fn* fn, const char* name) {
+  if (fn == nullptr) fail("tensor: no '", name, "' op is registered (ops/copy.cpp and ops/elementwise.cpp register it)");
+  return fn;
+}
+
 }  // namespace
+
+TensorOps& tensor_ops() {
+  static TensorOps table;  // function-local: filled from other files' static initialisers
+  return table;
+}
 
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
@@ -163,8 +175,10 @@ Tensor Tensor::detach() const {
   return Tensor(std::move(impl));
 }
 
-Tensor Tensor::clone() const { return copy(*this); }
-Tensor Tensor::to(DType dtype) const { return cast(*this, dtype); }
-Tensor Tensor::to(Device device) const { return copy_to_device(*this, device); }
+Tensor Tensor::clone() const { return registered(tensor_ops().copy, "copy")(*this); }
+Tensor Tensor::to(DType dtype) const { return registered(tensor_ops().cast, "cast")(*this, dtype); }
+Tensor Tensor::to(Device device) const {
+  return registered(tensor_ops().copy_to_device, "copy_to_device")(*this, device);
+}
 
 }  // namespace hkt

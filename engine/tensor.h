@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/device.h"
@@ -87,5 +88,9 @@ class Tensor {
   TensorImpl& checked_impl() const;
   std::shared_ptr<TensorImpl> impl_;
 };
+
+// Tensors under names: parameters ("blocks.0.ln1.weight"), optimizer state,
+// the contents of a safetensors file.
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
 
 }  // namespace hkt

@@ -1,6 +1,6 @@
 // Fuzzes the CIFAR-10 binary reader, grey and colour.
+#include "data/cifar.h"
 #include "fuzz/fuzz_input.h"
-#include "models/data/cifar.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = hkt::fuzz::input_file(data, size);

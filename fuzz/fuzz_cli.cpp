@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/error.h"
-#include "models/cli.h"
+#include "io/cli.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> words{"hkt-train"};

@@ -2,8 +2,8 @@
 // holds (parse_json, config_from_json, validate), as load_checkpoint reads it.
 #include <string>
 
+#include "io/json.h"
 #include "models/config.h"
-#include "models/json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

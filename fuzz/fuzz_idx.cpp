@@ -1,6 +1,6 @@
 // Fuzzes the IDX reader, plain and gzip-compressed (the magic bytes decide).
+#include "data/idx.h"
 #include "fuzz/fuzz_input.h"
-#include "models/data/idx.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = hkt::fuzz::input_file(data, size);

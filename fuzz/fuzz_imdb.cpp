@@ -7,8 +7,8 @@
 // empty class folders, empty reviews, truncation, padding, any byte values.
 #include <algorithm>
 
+#include "data/imdb.h"
 #include "fuzz/fuzz_input.h"
-#include "models/data/imdb.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;

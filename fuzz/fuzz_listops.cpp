@@ -1,6 +1,6 @@
 // Fuzzes the ListOps TSV reader (header, tabs, tokens, nesting, answers).
+#include "data/listops.h"
 #include "fuzz/fuzz_input.h"
-#include "models/data/listops.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = hkt::fuzz::input_file(data, size);

@@ -1,6 +1,6 @@
 // Fuzzes load_safetensors (and the checkpoint checksum check) on whole files.
 #include "fuzz/fuzz_input.h"
-#include "models/safetensors.h"
+#include "io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = hkt::fuzz::input_file(data, size);

@@ -1,7 +1,6 @@
 #include "models/attention.h"
 
-#include "ops/attention.h"
-#include "ops/attention_reference.h"
+#include "ops/shape.h"
 
 namespace hkt::models {
 
@@ -34,23 +33,6 @@ Tensor split_heads(const Tensor& x, int64_t heads) {
 Tensor merge_heads(const Tensor& x) {
   const int64_t batch = x.size(0), heads = x.size(1), length = x.size(2), head_dim = x.size(3);
   return reshape(permute(x, {0, 2, 1, 3}), {batch, length, heads * head_dim});
-}
-
-MHAAttention::MHAAttention(const ModelConfig& config, Generator& generator) : heads_(config.n_heads) {
-  q = register_module("q", std::make_shared<Linear>(config.d_model, config.d_model, generator));
-  k = register_module("k", std::make_shared<Linear>(config.d_model, config.d_model, generator));
-  v = register_module("v", std::make_shared<Linear>(config.d_model, config.d_model, generator));
-  o = register_module("o", std::make_shared<Linear>(config.d_model, config.d_model, generator));
-}
-
-Tensor MHAAttention::forward(const Tensor& x, const SequenceMask& mask) const {
-  // x: [B, T, d]; q, k, v: [B, H, T, dh]; scores: [B, H, T, T]
-  Tensor queries = split_heads(q->forward(x), heads_);
-  Tensor keys = split_heads(k->forward(x), heads_);
-  Tensor values = split_heads(v->forward(x), heads_);
-  Tensor attended = mask.fused ? attention(queries, keys, values, mask.lengths_tensor, mask.causal)
-                               : attention_reference(queries, keys, values, mask.lengths_tensor, mask.causal);
-  return o->forward(merge_heads(attended));
 }
 
 }  // namespace hkt::models

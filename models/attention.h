@@ -1,10 +1,11 @@
 #pragma once
-// Attention layers of the classifiers: the MHA baseline and the HKT
-// multi-scale attention (SPEC sections 2-4), both composed from ops.
+// What the two attentions share (models/mha_attention.h, models/hkt_attention.h):
+// the Attention interface, the per-batch SequenceMask, and the split of a
+// [B, T, d] activation into heads and back.
 #include <vector>
 
 #include "models/config.h"
-#include "models/layers.h"
+#include "nn/layers.h"
 
 namespace hkt::models {
 
@@ -31,18 +32,6 @@ Tensor merge_heads(const Tensor& x);
 class Attention : public Module {
  public:
   virtual Tensor forward(const Tensor& x, const SequenceMask& mask) const = 0;
-};
-
-// Standard multi-head attention: softmax(Q Kᵀ / sqrt(dh)) V, then Wo.
-class MHAAttention : public Attention {
- public:
-  MHAAttention(const ModelConfig& config, Generator& generator);
-  Tensor forward(const Tensor& x, const SequenceMask& mask) const override;
-
-  std::shared_ptr<Linear> q, k, v, o;
-
- private:
-  int64_t heads_;
 };
 
 }  // namespace hkt::models

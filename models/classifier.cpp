@@ -3,21 +3,24 @@
 #include <string>
 
 #include "models/hkt_attention.h"
+#include "models/mha_attention.h"
+#include "ops/reduce.h"
+#include "ops/shape.h"
 
 namespace hkt::models {
 
 FeedForward::FeedForward(int64_t d, int64_t d_ff, Generator& generator) {
-  fc1 = register_module("fc1", std::make_shared<Linear>(d, d_ff, generator));
-  fc2 = register_module("fc2", std::make_shared<Linear>(d_ff, d, generator));
+  fc1 = register_module("fc1", std::make_shared<nn::Linear>(d, d_ff, generator));
+  fc2 = register_module("fc2", std::make_shared<nn::Linear>(d_ff, d, generator));
 }
 
 Block::Block(const ModelConfig& config, Generator& generator) {
-  ln1 = register_module("ln1", std::make_shared<LayerNorm>(config.d_model));
+  ln1 = register_module("ln1", std::make_shared<nn::LayerNorm>(config.d_model));
   if (config.attention == "mha")
     attn = register_module("attn", std::make_shared<MHAAttention>(config, generator));
   else
     attn = register_module("attn", std::make_shared<HKTAttention>(config, generator));
-  ln2 = register_module("ln2", std::make_shared<LayerNorm>(config.d_model));
+  ln2 = register_module("ln2", std::make_shared<nn::LayerNorm>(config.d_model));
   ffn = register_module("ffn", std::make_shared<FeedForward>(config.d_model, config.d_ff, generator));
 }
 
@@ -30,14 +33,14 @@ Classifier::Classifier(const ModelConfig& config, uint64_t seed) : config_(confi
   config.validate();
   Generator generator(seed);
   auto embed = register_module("embed", std::make_shared<Module>());
-  token_embedding = embed->register_module("token", std::make_shared<Embedding>(config.vocab, config.d_model, generator));
+  token_embedding = embed->register_module("token", std::make_shared<nn::Embedding>(config.vocab, config.d_model, generator));
   position_embedding =
-      embed->register_module("pos", std::make_shared<Embedding>(config.max_len, config.d_model, generator));
+      embed->register_module("pos", std::make_shared<nn::Embedding>(config.max_len, config.d_model, generator));
   auto block_list = register_module("blocks", std::make_shared<Module>());
   for (int64_t i = 0; i < config.n_layers; ++i)
     blocks.push_back(block_list->register_module(std::to_string(i), std::make_shared<Block>(config, generator)));
-  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(config.d_model));
-  head = register_module("head", std::make_shared<Linear>(config.d_model, config.classes, generator));
+  ln_f = register_module("ln_f", std::make_shared<nn::LayerNorm>(config.d_model));
+  head = register_module("head", std::make_shared<nn::Linear>(config.d_model, config.classes, generator));
 }
 
 Tensor Classifier::forward(const Tensor& tokens, const Tensor& lengths) const {

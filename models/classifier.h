@@ -9,17 +9,18 @@
 
 #include "models/attention.h"
 #include "models/config.h"
+#include "ops/elementwise.h"
 
 namespace hkt::models {
 
 struct FeedForward : Module {
-  std::shared_ptr<Linear> fc1, fc2;
+  std::shared_ptr<nn::Linear> fc1, fc2;
   FeedForward(int64_t d, int64_t d_ff, Generator& generator);
   Tensor forward(const Tensor& x) const { return fc2->forward(gelu(fc1->forward(x))); }
 };
 
 struct Block : Module {
-  std::shared_ptr<LayerNorm> ln1, ln2;
+  std::shared_ptr<nn::LayerNorm> ln1, ln2;
   std::shared_ptr<Attention> attn;
   std::shared_ptr<FeedForward> ffn;
   Block(const ModelConfig& config, Generator& generator);
@@ -44,10 +45,10 @@ class Classifier : public Module {
   using AttentionInputObserver = std::function<void(int64_t block, const Tensor& attention_input, const SequenceMask&)>;
   AttentionInputObserver attention_input_observer;
 
-  std::shared_ptr<Embedding> token_embedding, position_embedding;
+  std::shared_ptr<nn::Embedding> token_embedding, position_embedding;
   std::vector<std::shared_ptr<Block>> blocks;
-  std::shared_ptr<LayerNorm> ln_f;
-  std::shared_ptr<Linear> head;
+  std::shared_ptr<nn::LayerNorm> ln_f;
+  std::shared_ptr<nn::Linear> head;
 
  private:
   ModelConfig config_;

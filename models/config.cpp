@@ -1,7 +1,7 @@
 #include "models/config.h"
 
 #include "engine/error.h"
-#include "models/json.h"
+#include "io/json.h"
 
 namespace hkt::models {
 

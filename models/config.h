@@ -25,6 +25,9 @@ struct ModelConfig {
   bool causal = false;
 
   int64_t head_dim() const { return d_model / n_heads; }
+  // The levels the attention computes: `levels` for HKT, 1 for MHA (which
+  // has no coarse levels, whatever `levels` holds).
+  int64_t attention_levels() const { return attention == "hkt" ? levels : 1; }
   // Throws hkt::Error naming the first key whose value is invalid.
   void validate() const;
   bool operator==(const ModelConfig&) const = default;

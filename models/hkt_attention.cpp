@@ -1,11 +1,12 @@
 #include "models/hkt_attention.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
 #include "ops/attention_reference.h"
+#include "ops/elementwise.h"
 #include "ops/multiscale_attention.h"
+#include "ops/shape.h"
 
 namespace hkt::models {
 namespace {
@@ -17,31 +18,18 @@ Tensor channel_gates(const Tensor& gate_logit, int64_t head_dim) {
   return reshape(broadcast_to(gates, {heads, head_dim}), {heads * head_dim});
 }
 
-// Test-only fault, so that the gradient checker (hkt-inspect gradcheck) can be
-// shown to fail on a wrong backward: with the environment variable
-// HKT_TEST_BREAK_BACKWARD=hkt_gate the gradient reaching gate_logit is doubled.
-// Forward values never change; no tool sets the variable.
-Tensor with_test_fault(const Tensor& gate_logit) {
-  const char* fault = std::getenv("HKT_TEST_BREAK_BACKWARD");
-  if (fault == nullptr || std::string(fault) != "hkt_gate") return gate_logit;
-  Tensor out = gate_logit.detach().clone();
-  record("broken_gate_backward", {gate_logit}, out,
-         [](const Tensor& grad) -> std::vector<Tensor> { return {mul(grad, 2.0)}; });
-  return out;
-}
-
 }  // namespace
 
 LevelProjections::LevelProjections(int64_t d, Generator& generator) {
-  q = register_module("q", std::make_shared<Linear>(d, d, generator));
-  k = register_module("k", std::make_shared<Linear>(d, d, generator));
+  q = register_module("q", std::make_shared<nn::Linear>(d, d, generator));
+  k = register_module("k", std::make_shared<nn::Linear>(d, d, generator));
 }
 
 Downsample::Downsample(int64_t d, int64_t kernel, int64_t stride_, Generator& generator) : stride(stride_) {
   const double std = 1.0 / std::sqrt(static_cast<double>(kernel));
   weight = register_parameter("weight", randn({d, kernel}, generator, DType::Float32, Device::cpu(), 0.0, std));
   bias = register_parameter("bias", Tensor::zeros({d}));
-  ln = register_module("ln", std::make_shared<LayerNorm>(d));
+  ln = register_module("ln", std::make_shared<nn::LayerNorm>(d));
 }
 
 Tensor Downsample::forward(const Tensor& x) const {
@@ -59,8 +47,8 @@ HKTAttention::HKTAttention(const ModelConfig& config, Generator& generator) : co
   auto level_list = register_module("levels", std::make_shared<Module>());
   for (int64_t l = 0; l < config.levels; ++l)
     levels.push_back(level_list->register_module(std::to_string(l), std::make_shared<LevelProjections>(d, generator)));
-  v = register_module("v", std::make_shared<Linear>(d, d, generator));
-  o = register_module("o", std::make_shared<Linear>(d, d, generator));
+  v = register_module("v", std::make_shared<nn::Linear>(d, d, generator));
+  o = register_module("o", std::make_shared<nn::Linear>(d, d, generator));
   if (config.levels > 1) {
     auto down_list = register_module("down", std::make_shared<Module>());
     for (int64_t l = 1; l < config.levels; ++l)
@@ -92,7 +80,7 @@ Tensor HKTAttention::forward(const Tensor& x, const SequenceMask& mask) const {
   Tensor attended =
       merge_heads(op(queries, keys, head_values, level_logits, mask.lengths_tensor, config_.stride, mask.causal));
   Tensor convolved = conv->forward(values);
-  Tensor gates = channel_gates(with_test_fault(gate_logit), config_.head_dim());
+  Tensor gates = channel_gates(gate_logit, config_.head_dim());
   Tensor mixed = add(mul(attended, gates), mul(convolved, add(neg(gates), 1.0)));
   return o->forward(mixed);
 }

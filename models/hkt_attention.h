@@ -6,12 +6,13 @@
 #include <vector>
 
 #include "models/attention.h"
+#include "ops/conv1d.h"
 
 namespace hkt::models {
 
 // One level's query and key projections: levels.{l}.{q,k}.
 struct LevelProjections : Module {
-  std::shared_ptr<Linear> q, k;
+  std::shared_ptr<nn::Linear> q, k;
   LevelProjections(int64_t d, Generator& generator);
 };
 
@@ -19,7 +20,7 @@ struct LevelProjections : Module {
 // X^(l) = GELU(LayerNorm(depthwise_conv1d(X^(l-1), weight, bias, s))).
 struct Downsample : Module {
   Parameter weight, bias;  // [d, k], [d]
-  std::shared_ptr<LayerNorm> ln;
+  std::shared_ptr<nn::LayerNorm> ln;
   int64_t stride;
   Downsample(int64_t d, int64_t kernel, int64_t stride, Generator& generator);
   Tensor forward(const Tensor& x) const;
@@ -39,7 +40,7 @@ class HKTAttention : public Attention {
 
   std::vector<std::shared_ptr<LevelProjections>> levels;  // l = 0 … L−1
   std::vector<std::shared_ptr<Downsample>> down;          // index l − 1 for l = 1 … L−1
-  std::shared_ptr<Linear> v, o;
+  std::shared_ptr<nn::Linear> v, o;
   std::shared_ptr<CausalConv> conv;
   Parameter level_logits;  // [H, L]; λ = softmax over levels
   Parameter gate_logit;    // [H]; β = sigmoid

@@ -114,13 +114,13 @@ void depthwise_conv1d_backward_cpu(const Tensor& x, const Tensor& weight, const 
   });
 }
 
-HKT_REGISTER_KERNEL("depthwise_conv1d", DeviceType::CPU, depthwise_conv1d_cpu);
-HKT_REGISTER_KERNEL("depthwise_conv1d_backward", DeviceType::CPU, depthwise_conv1d_backward_cpu);
+HKT_REGISTER_KERNEL(kernels::depthwise_conv1d, DeviceType::CPU, depthwise_conv1d_cpu);
+HKT_REGISTER_KERNEL(kernels::depthwise_conv1d_backward, DeviceType::CPU, depthwise_conv1d_backward_cpu);
 
 // ---- op -------------------------------------------------------------------
 
 Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride) {
-  const char* op = "depthwise_conv1d";
+  const char* op = kernels::depthwise_conv1d;
   check_floating(op, x);
   check_defined(op, weight, "weight");
   check(x.dim() == 3, op, ": input ", shape_str(x.shape()), " is not 3-D [B, T, C]");
@@ -149,7 +149,7 @@ Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
            Tensor gx = rx ? Tensor::empty(x.shape(), x.dtype(), x.device()) : Tensor();
            Tensor gw = rw ? Tensor::empty(weight.shape(), x.dtype(), x.device()) : Tensor();
            Tensor gb = rb ? Tensor::empty({weight.size(0)}, x.dtype(), x.device()) : Tensor();
-           dispatch::kernel<DepthwiseConv1dBackwardKernel>("depthwise_conv1d_backward", x.device())(x, weight, g,
+           dispatch::kernel<DepthwiseConv1dBackwardKernel>(kernels::depthwise_conv1d_backward, x.device())(x, weight, g,
                                                                                                    stride, gx, gw, gb);
            std::vector<Tensor> grads = {gx, gw};
            if (has_bias) grads.push_back(gb);

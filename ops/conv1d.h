@@ -18,7 +18,12 @@ namespace hkt {
 // O_conv[i, c] = bc[c] + Σ_r Wc[c, r] · V[i − kc + 1 + r, c].
 Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride);
 
-// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+// ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
+
+namespace kernels {  // the names they register under, declared once (ops/, cuda/ and the lookups use them)
+inline constexpr const char* depthwise_conv1d = "depthwise_conv1d";
+inline constexpr const char* depthwise_conv1d_backward = "depthwise_conv1d_backward";
+}  // namespace kernels
 
 // x [B, T, C], weight [C, k], bias [C] or undefined, out [B, T_out, C].
 using DepthwiseConv1dKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,

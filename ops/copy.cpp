@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "engine/dispatch.h"
+#include "engine/tensor_ops.h"
 #include "ops/common.h"
 
 namespace hkt {
@@ -22,7 +23,7 @@ void cast_cpu(const Tensor& x, Tensor& out) {
   });
 }
 
-HKT_REGISTER_KERNEL("cast", DeviceType::CPU, cast_cpu);
+HKT_REGISTER_KERNEL(kernels::cast, DeviceType::CPU, cast_cpu);
 
 Tensor copy(const Tensor& x) {
   check_defined("copy", x);
@@ -38,7 +39,7 @@ Tensor cast(const Tensor& x, DType dtype) {
   check(!x.requires_grad() || is_floating(dtype), "cast: ", x.str(), " requires grad and cannot be cast to ",
         dtype_name(dtype), " (gradients flow only between floating types)");
   Tensor out = Tensor::empty(x.shape(), dtype, x.device());
-  dispatch::kernel<CastKernel>("cast", x.device())(x, out);
+  dispatch::kernel<CastKernel>(kernels::cast, x.device())(x, out);
   record("cast", {x}, out, [from = x.dtype()](const Tensor& g) -> std::vector<Tensor> { return {cast(g, from)}; });
   return out;
 }
@@ -54,5 +55,13 @@ Tensor copy_to_device(const Tensor& x, Device device) {
   target.copy_from_host(out.raw_data(), host.data(), host.size(), device.index);
   return out;
 }
+
+// Tensor::clone() and to() call these from the engine (engine/tensor_ops.h).
+const bool tensor_ops_registered = [] {
+  tensor_ops().copy = copy;
+  tensor_ops().cast = cast;
+  tensor_ops().copy_to_device = copy_to_device;
+  return true;
+}();
 
 }  // namespace hkt

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "engine/dispatch.h"
+#include "engine/tensor_ops.h"
 #include "ops/attention_cpu.h"
 #include "ops/broadcast.h"
 #include "ops/common.h"
@@ -145,24 +146,24 @@ void unary_backward_cpu(const Tensor& x, const Tensor& y, const Tensor& grad_out
   });
 }
 
-HKT_REGISTER_KERNEL("add", DeviceType::CPU, binary_cpu<math::Add>);
-HKT_REGISTER_KERNEL("sub", DeviceType::CPU, binary_cpu<math::Sub>);
-HKT_REGISTER_KERNEL("mul", DeviceType::CPU, binary_cpu<math::Mul>);
-HKT_REGISTER_KERNEL("div", DeviceType::CPU, binary_cpu<math::Div>);
-HKT_REGISTER_KERNEL("broadcast_to", DeviceType::CPU, broadcast_cpu);
+HKT_REGISTER_KERNEL(kernels::add, DeviceType::CPU, binary_cpu<math::Add>);
+HKT_REGISTER_KERNEL(kernels::sub, DeviceType::CPU, binary_cpu<math::Sub>);
+HKT_REGISTER_KERNEL(kernels::mul, DeviceType::CPU, binary_cpu<math::Mul>);
+HKT_REGISTER_KERNEL(kernels::div, DeviceType::CPU, binary_cpu<math::Div>);
+HKT_REGISTER_KERNEL(kernels::broadcast_to, DeviceType::CPU, broadcast_cpu);
 
-#define HKT_REGISTER_UNARY(name, Op)                                  \
-  HKT_REGISTER_KERNEL(name, DeviceType::CPU, unary_cpu<math::Op>); \
-  HKT_REGISTER_KERNEL(name "_backward", DeviceType::CPU, unary_backward_cpu<math::Op>)
-HKT_REGISTER_UNARY("neg", Neg);
-HKT_REGISTER_UNARY("exp", Exp);
-HKT_REGISTER_UNARY("log", Log);
-HKT_REGISTER_UNARY("tanh", Tanh);
-HKT_REGISTER_UNARY("sigmoid", Sigmoid);
-HKT_REGISTER_UNARY("relu", Relu);
-HKT_REGISTER_UNARY("gelu", Gelu);
-HKT_REGISTER_UNARY("sqrt", Sqrt);
-HKT_REGISTER_UNARY("pow", Pow);
+#define HKT_REGISTER_UNARY(name, Op)                                               \
+  HKT_REGISTER_KERNEL(kernels::name, DeviceType::CPU, unary_cpu<math::Op>); \
+  HKT_REGISTER_KERNEL(kernels::name##_backward, DeviceType::CPU, unary_backward_cpu<math::Op>)
+HKT_REGISTER_UNARY(neg, Neg);
+HKT_REGISTER_UNARY(exp, Exp);
+HKT_REGISTER_UNARY(log, Log);
+HKT_REGISTER_UNARY(tanh, Tanh);
+HKT_REGISTER_UNARY(sigmoid, Sigmoid);
+HKT_REGISTER_UNARY(relu, Relu);
+HKT_REGISTER_UNARY(gelu, Gelu);
+HKT_REGISTER_UNARY(sqrt, Sqrt);
+HKT_REGISTER_UNARY(pow, Pow);
 
 // ---- ops ------------------------------------------------------------------
 
@@ -189,13 +190,14 @@ Tensor binary_with_grad(const char* op, const Tensor& a, const Tensor& b,
   return out;
 }
 
-Tensor unary(const char* op, const Tensor& x, double param = 0.0) {
+// op and backward_op: the kernel names (ops/elementwise.h), op also the node's name.
+Tensor unary(const char* op, const char* backward_op, const Tensor& x, double param = 0.0) {
   check_floating(op, x);
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   dispatch::kernel<UnaryKernel>(op, x.device())(x, param, out);
-  record(op, {x}, out, [op, x = x.detach(), y = out.detach(), param](const Tensor& g) -> std::vector<Tensor> {
+  record(op, {x}, out, [backward_op, x = x.detach(), y = out.detach(), param](const Tensor& g) -> std::vector<Tensor> {
     Tensor grad_in = Tensor::empty(x.shape(), x.dtype(), x.device());
-    dispatch::kernel<UnaryBackwardKernel>(std::string(op) + "_backward", x.device())(x, y, g, param, grad_in);
+    dispatch::kernel<UnaryBackwardKernel>(backward_op, x.device())(x, y, g, param, grad_in);
     return {grad_in};
   });
   return out;
@@ -204,18 +206,18 @@ Tensor unary(const char* op, const Tensor& x, double param = 0.0) {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  return binary_with_grad("add", a, b, [](const Tensor& g) { return std::pair{g, g}; });
+  return binary_with_grad(kernels::add, a, b, [](const Tensor& g) { return std::pair{g, g}; });
 }
 Tensor sub(const Tensor& a, const Tensor& b) {
-  return binary_with_grad("sub", a, b, [](const Tensor& g) { return std::pair{g, neg(g)}; });
+  return binary_with_grad(kernels::sub, a, b, [](const Tensor& g) { return std::pair{g, neg(g)}; });
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor da = a.detach(), db = b.detach();
-  return binary_with_grad("mul", a, b, [da, db](const Tensor& g) { return std::pair{mul(g, db), mul(g, da)}; });
+  return binary_with_grad(kernels::mul, a, b, [da, db](const Tensor& g) { return std::pair{mul(g, db), mul(g, da)}; });
 }
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor da = a.detach(), db = b.detach();
-  return binary_with_grad("div", a, b, [da, db](const Tensor& g) {
+  return binary_with_grad(kernels::div, a, b, [da, db](const Tensor& g) {
     Tensor ga = div(g, db);
     return std::pair{ga, neg(div(mul(ga, da), db))};
   });
@@ -230,26 +232,33 @@ Tensor mul(const Tensor& a, double b) {
   return mul(a, Tensor::scalar(b, a.dtype(), a.device()));
 }
 
-Tensor neg(const Tensor& x) { return unary("neg", x); }
-Tensor exp(const Tensor& x) { return unary("exp", x); }
-Tensor log(const Tensor& x) { return unary("log", x); }
-Tensor tanh(const Tensor& x) { return unary("tanh", x); }
-Tensor sigmoid(const Tensor& x) { return unary("sigmoid", x); }
-Tensor relu(const Tensor& x) { return unary("relu", x); }
-Tensor gelu(const Tensor& x) { return unary("gelu", x); }
-Tensor sqrt(const Tensor& x) { return unary("sqrt", x); }
-Tensor pow(const Tensor& x, double exponent) { return unary("pow", x, exponent); }
+Tensor neg(const Tensor& x) { return unary(kernels::neg, kernels::neg_backward, x); }
+Tensor exp(const Tensor& x) { return unary(kernels::exp, kernels::exp_backward, x); }
+Tensor log(const Tensor& x) { return unary(kernels::log, kernels::log_backward, x); }
+Tensor tanh(const Tensor& x) { return unary(kernels::tanh, kernels::tanh_backward, x); }
+Tensor sigmoid(const Tensor& x) { return unary(kernels::sigmoid, kernels::sigmoid_backward, x); }
+Tensor relu(const Tensor& x) { return unary(kernels::relu, kernels::relu_backward, x); }
+Tensor gelu(const Tensor& x) { return unary(kernels::gelu, kernels::gelu_backward, x); }
+Tensor sqrt(const Tensor& x) { return unary(kernels::sqrt, kernels::sqrt_backward, x); }
+Tensor pow(const Tensor& x, double exponent) { return unary(kernels::pow, kernels::pow_backward, x, exponent); }
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   check_floating("broadcast_to", x);
   check(broadcast_shapes("broadcast_to", x.shape(), shape) == shape, "broadcast_to: ", shape_str(x.shape()),
         " cannot be broadcast to ", shape_str(shape));
   Tensor out = Tensor::empty(shape, x.dtype(), x.device());
-  dispatch::kernel<BroadcastKernel>("broadcast_to", x.device())(x, out);
+  dispatch::kernel<BroadcastKernel>(kernels::broadcast_to, x.device())(x, out);
   record("broadcast_to", {x}, out, [shape_x = x.shape()](const Tensor& g) -> std::vector<Tensor> {
     return {sum_to(g, shape_x)};
   });
   return out;
 }
+
+// backward() sums the gradients of a tensor used more than once with add
+// (engine/tensor_ops.h).
+const bool tensor_ops_registered = [] {
+  tensor_ops().add = static_cast<Tensor (*)(const Tensor&, const Tensor&)>(add);
+  return true;
+}();
 
 }  // namespace hkt

@@ -39,7 +39,33 @@ inline Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
 inline Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
 inline Tensor operator/(const Tensor& a, double b) { return mul(a, 1.0 / b); }
 
-// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+// ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
+
+namespace kernels {  // the names they register under, declared once (ops/, cuda/ and the lookups use them)
+inline constexpr const char* add = "add";
+inline constexpr const char* sub = "sub";
+inline constexpr const char* mul = "mul";
+inline constexpr const char* div = "div";
+inline constexpr const char* broadcast_to = "broadcast_to";
+inline constexpr const char* neg = "neg";
+inline constexpr const char* neg_backward = "neg_backward";
+inline constexpr const char* exp = "exp";
+inline constexpr const char* exp_backward = "exp_backward";
+inline constexpr const char* log = "log";
+inline constexpr const char* log_backward = "log_backward";
+inline constexpr const char* tanh = "tanh";
+inline constexpr const char* tanh_backward = "tanh_backward";
+inline constexpr const char* sigmoid = "sigmoid";
+inline constexpr const char* sigmoid_backward = "sigmoid_backward";
+inline constexpr const char* relu = "relu";
+inline constexpr const char* relu_backward = "relu_backward";
+inline constexpr const char* gelu = "gelu";
+inline constexpr const char* gelu_backward = "gelu_backward";
+inline constexpr const char* sqrt = "sqrt";
+inline constexpr const char* sqrt_backward = "sqrt_backward";
+inline constexpr const char* pow = "pow";
+inline constexpr const char* pow_backward = "pow_backward";
+}  // namespace kernels
 
 using BinaryKernel = void(const Tensor& a, const Tensor& b, Tensor& out);
 using UnaryKernel = void(const Tensor& x, double param, Tensor& out);

@@ -66,8 +66,8 @@ void index_add_cpu(const Tensor& grad_out, const Tensor& index, int64_t axis, Te
   });
 }
 
-HKT_REGISTER_KERNEL("index_select", DeviceType::CPU, index_select_cpu);
-HKT_REGISTER_KERNEL("index_add", DeviceType::CPU, index_add_cpu);
+HKT_REGISTER_KERNEL(kernels::index_select, DeviceType::CPU, index_select_cpu);
+HKT_REGISTER_KERNEL(kernels::index_add, DeviceType::CPU, index_add_cpu);
 
 // ---- ops ------------------------------------------------------------------
 
@@ -90,10 +90,10 @@ Tensor gather(const char* op, const Tensor& x, int64_t axis, const Tensor& index
   Shape out_shape = x.shape();
   out_shape[axis] = index.numel();
   Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
-  dispatch::kernel<IndexSelectKernel>("index_select", x.device())(x, index, axis, out);
+  dispatch::kernel<IndexSelectKernel>(kernels::index_select, x.device())(x, index, axis, out);
   record(op, {x}, out, [index = index.detach(), shape = x.shape(), axis](const Tensor& g) -> std::vector<Tensor> {
     Tensor grad_in = Tensor::zeros(shape, g.dtype(), g.device());
-    dispatch::kernel<IndexAddKernel>("index_add", g.device())(g, index, axis, grad_in);
+    dispatch::kernel<IndexAddKernel>(kernels::index_add, g.device())(g, index, axis, grad_in);
     return {grad_in};
   });
   return out;

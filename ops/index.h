@@ -32,7 +32,12 @@ Tensor key_index_map(int64_t T, int64_t level, int64_t stride, Device device = D
 // scatter-adds into x, skipping −1.
 Tensor upsample(const Tensor& x, int64_t axis, const Tensor& index_map);
 
-// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+// ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
+
+namespace kernels {  // the names they register under, declared once (ops/, cuda/ and the lookups use them)
+inline constexpr const char* index_select = "index_select";
+inline constexpr const char* index_add = "index_add";
+}  // namespace kernels
 
 // x and out seen as [outer, extent, inner] around `axis`, out's extent being
 // index.numel(): out[o, p, :] = x[o, index[p], :], zero where index[p] < 0.

@@ -67,8 +67,8 @@ void cross_entropy_backward_cpu(const Tensor& logits, const Tensor& labels, cons
   });
 }
 
-HKT_REGISTER_KERNEL("cross_entropy", DeviceType::CPU, cross_entropy_cpu);
-HKT_REGISTER_KERNEL("cross_entropy_backward", DeviceType::CPU, cross_entropy_backward_cpu);
+HKT_REGISTER_KERNEL(kernels::cross_entropy, DeviceType::CPU, cross_entropy_cpu);
+HKT_REGISTER_KERNEL(kernels::cross_entropy_backward, DeviceType::CPU, cross_entropy_backward_cpu);
 
 // ---- ops ------------------------------------------------------------------
 
@@ -99,11 +99,11 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& labels) {
   check_cross_entropy_args(logits, labels);
   Tensor loss = Tensor::empty({}, logits.dtype(), logits.device());
   Tensor log_sum_exp = Tensor::empty({logits.size(0)}, logits.dtype(), logits.device());
-  dispatch::kernel<CrossEntropyKernel>("cross_entropy", logits.device())(logits, labels, loss, log_sum_exp);
+  dispatch::kernel<CrossEntropyKernel>(kernels::cross_entropy, logits.device())(logits, labels, loss, log_sum_exp);
   record("cross_entropy", {logits}, loss,
          [logits = logits.detach(), labels = labels.detach(), log_sum_exp](const Tensor& g) -> std::vector<Tensor> {
            Tensor grad_logits = Tensor::empty(logits.shape(), logits.dtype(), logits.device());
-           dispatch::kernel<CrossEntropyBackwardKernel>("cross_entropy_backward", logits.device())(
+           dispatch::kernel<CrossEntropyBackwardKernel>(kernels::cross_entropy_backward, logits.device())(
                logits, labels, log_sum_exp, g, grad_logits);
            return {grad_logits};
          });

@@ -11,7 +11,12 @@ namespace hkt {
 // Labels are range-checked on the host before the kernel runs.
 Tensor cross_entropy(const Tensor& logits, const Tensor& labels);
 
-// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+// ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
+
+namespace kernels {  // the names they register under, declared once (ops/, cuda/ and the lookups use them)
+inline constexpr const char* cross_entropy = "cross_entropy";
+inline constexpr const char* cross_entropy_backward = "cross_entropy_backward";
+}  // namespace kernels
 
 // logits: [N, C], labels: [N]. Writes loss: [] (the batch mean) and
 // log_sum_exp: [N], which backward needs to rebuild the softmax.

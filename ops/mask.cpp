@@ -38,7 +38,7 @@ void masked_fill_cpu(const Tensor& x, const Tensor& mask, double value, Tensor& 
   });
 }
 
-HKT_REGISTER_KERNEL("masked_fill", DeviceType::CPU, masked_fill_cpu);
+HKT_REGISTER_KERNEL(kernels::masked_fill, DeviceType::CPU, masked_fill_cpu);
 
 // ---- ops ------------------------------------------------------------------
 
@@ -56,10 +56,11 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   check(broadcasts, "masked_fill: mask ", shape_str(mask_shape), " does not broadcast to input ", shape_str(shape));
 
   Tensor out = Tensor::empty(shape, x.dtype(), x.device());
-  dispatch::kernel<MaskedFillKernel>("masked_fill", x.device())(x, mask, value, out);
-  record("masked_fill", {x}, out, [mask = mask.detach()](const Tensor& g) -> std::vector<Tensor> {
-    return {masked_fill(g, mask, 0.0)};
-  });
+  dispatch::kernel<MaskedFillKernel>(kernels::masked_fill, x.device())(x, mask, value, out);
+  record(
+      "masked_fill", {x}, out,
+      [mask = mask.detach()](const Tensor& g) -> std::vector<Tensor> { return {masked_fill(g, mask, 0.0)}; },
+      ForwardInf::Intended);  // -inf masks on purpose: not an anomaly
   return out;
 }
 

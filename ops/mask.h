@@ -10,7 +10,11 @@ namespace hkt {
 // where the mask is zero and is zero where it filled; mask gets none.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
-// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+// ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
+
+namespace kernels {  // the names they register under, declared once (ops/, cuda/ and the lookups use them)
+inline constexpr const char* masked_fill = "masked_fill";
+}  // namespace kernels
 
 // x, out: the same shape; mask: any dtype, broadcast to x's shape.
 using MaskedFillKernel = void(const Tensor& x, const Tensor& mask, double value, Tensor& out);

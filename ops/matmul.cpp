@@ -124,7 +124,7 @@ void gemm_cpu(const Tensor& a, const Tensor& b, Tensor& c, const GemmDims& d) {
   });
 }
 
-HKT_REGISTER_KERNEL("gemm", DeviceType::CPU, gemm_cpu);
+HKT_REGISTER_KERNEL(kernels::gemm, DeviceType::CPU, gemm_cpu);
 
 // ---- ops ------------------------------------------------------------------
 
@@ -179,7 +179,7 @@ Tensor gemm_compute(const Tensor& a, const Tensor& b, bool ta, bool tb, bool sum
   out_shape.push_back(ta ? cols_a : rows_a);
   out_shape.push_back(tb ? rows_b : cols_b);
   Tensor c = Tensor::empty(out_shape, a.dtype(), a.device());
-  dispatch::kernel<GemmKernel>("gemm", a.device())(a, b, c, d);
+  dispatch::kernel<GemmKernel>(kernels::gemm, a.device())(a, b, c, d);
   return c;
 }
 

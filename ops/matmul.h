@@ -31,7 +31,11 @@ struct GemmDims {
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
 };
 
-// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+// ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
+
+namespace kernels {  // the names they register under, declared once (ops/, cuda/ and the lookups use them)
+inline constexpr const char* gemm = "gemm";
+}  // namespace kernels
 
 // c[i] = op(a[i]) · op(b[i]) for i < dims.batch; with dims.stride_c == 0,
 // c = Σ_i op(a[i]) · op(b[i]).

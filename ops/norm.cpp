@@ -110,8 +110,8 @@ void layer_norm_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor
   });
 }
 
-HKT_REGISTER_KERNEL("layer_norm", DeviceType::CPU, layer_norm_cpu);
-HKT_REGISTER_KERNEL("layer_norm_backward", DeviceType::CPU, layer_norm_backward_cpu);
+HKT_REGISTER_KERNEL(kernels::layer_norm, DeviceType::CPU, layer_norm_cpu);
+HKT_REGISTER_KERNEL(kernels::layer_norm_backward, DeviceType::CPU, layer_norm_backward_cpu);
 
 // ---- ops ------------------------------------------------------------------
 
@@ -133,13 +133,13 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());
   Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());
-  dispatch::kernel<LayerNormKernel>("layer_norm", x.device())(x, weight, bias, eps, out, mean, rstd);
+  dispatch::kernel<LayerNormKernel>(kernels::layer_norm, x.device())(x, weight, bias, eps, out, mean, rstd);
   record("layer_norm", {x, weight, bias}, out,
          [x = x.detach(), weight = weight.detach(), mean, rstd](const Tensor& g) -> std::vector<Tensor> {
            Tensor grad_x = Tensor::empty(x.shape(), x.dtype(), x.device());
            Tensor grad_weight = Tensor::empty(weight.shape(), weight.dtype(), weight.device());
            Tensor grad_bias = Tensor::empty(weight.shape(), weight.dtype(), weight.device());
-           dispatch::kernel<LayerNormBackwardKernel>("layer_norm_backward", x.device())(
+           dispatch::kernel<LayerNormBackwardKernel>(kernels::layer_norm_backward, x.device())(
                x, weight, mean, rstd, g, grad_x, grad_weight, grad_bias);
            return {grad_x, grad_weight, grad_bias};
          });

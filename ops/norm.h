@@ -10,7 +10,12 @@ namespace hkt {
 // x: [..., D]; weight, bias: [D]. SPEC §5 fixes eps = 1e-5.
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
 
-// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+// ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
+
+namespace kernels {  // the names they register under, declared once (ops/, cuda/ and the lookups use them)
+inline constexpr const char* layer_norm = "layer_norm";
+inline constexpr const char* layer_norm_backward = "layer_norm_backward";
+}  // namespace kernels
 
 // x, out: [rows, D]; weight, bias: [D]; mean, rstd: [rows], saved for backward.
 using LayerNormKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& out,

@@ -79,9 +79,9 @@ void max_backward_cpu(const Tensor& grad_out, const Tensor& argmax, AxisSplit sp
   });
 }
 
-HKT_REGISTER_KERNEL("sum", DeviceType::CPU, sum_cpu);
-HKT_REGISTER_KERNEL("max", DeviceType::CPU, max_cpu);
-HKT_REGISTER_KERNEL("max_backward", DeviceType::CPU, max_backward_cpu);
+HKT_REGISTER_KERNEL(kernels::sum, DeviceType::CPU, sum_cpu);
+HKT_REGISTER_KERNEL(kernels::max, DeviceType::CPU, max_cpu);
+HKT_REGISTER_KERNEL(kernels::max_backward, DeviceType::CPU, max_backward_cpu);
 
 // ---- ops ------------------------------------------------------------------
 
@@ -102,7 +102,7 @@ Tensor sum(const Tensor& x, int64_t axis, bool keepdim) {
   check_floating("sum", x);
   axis = normalize_axis("sum", axis, x.shape());
   Tensor out = Tensor::empty(reduced_shape(x.shape(), axis, keepdim), x.dtype(), x.device());
-  dispatch::kernel<ReduceKernel>("sum", x.device())(x, split_at_axis(x.shape(), axis), out);
+  dispatch::kernel<ReduceKernel>(kernels::sum, x.device())(x, split_at_axis(x.shape(), axis), out);
   record("sum", {x}, out, [shape = x.shape(), axis](const Tensor& g) -> std::vector<Tensor> {
     return {broadcast_to(reshape(g, reduced_shape(shape, axis, true)), shape)};
   });
@@ -135,10 +135,10 @@ Tensor max(const Tensor& x, int64_t axis, bool keepdim) {
   Shape out_shape = reduced_shape(x.shape(), axis, keepdim);
   Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
   Tensor argmax = Tensor::empty(out_shape, DType::Int64, x.device());
-  dispatch::kernel<MaxKernel>("max", x.device())(x, split, out, argmax);
+  dispatch::kernel<MaxKernel>(kernels::max, x.device())(x, split, out, argmax);
   record("max", {x}, out, [x = x.detach(), argmax, split](const Tensor& g) -> std::vector<Tensor> {
     Tensor grad_in = Tensor::empty(x.shape(), x.dtype(), x.device());
-    dispatch::kernel<MaxBackwardKernel>("max_backward", x.device())(g, argmax, split, grad_in);
+    dispatch::kernel<MaxBackwardKernel>(kernels::max_backward, x.device())(g, argmax, split, grad_in);
     return {grad_in};
   });
   return out;

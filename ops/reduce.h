@@ -16,7 +16,13 @@ Tensor max(const Tensor& x);
 // Sums a broadcast gradient back to `shape` (the inverse of broadcasting).
 Tensor sum_to(const Tensor& x, const Shape& shape);
 
-// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+// ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
+
+namespace kernels {  // the names they register under, declared once (ops/, cuda/ and the lookups use them)
+inline constexpr const char* sum = "sum";
+inline constexpr const char* max = "max";
+inline constexpr const char* max_backward = "max_backward";
+}  // namespace kernels
 
 // x viewed as [outer, extent, inner]; out is [outer, inner].
 using ReduceKernel = void(const Tensor& x, AxisSplit split, Tensor& out);

@@ -54,15 +54,15 @@ void permute_cpu(const Tensor& x, const std::vector<int64_t>& dims, Tensor& out)
   else move(uint64_t{});
 }
 
-HKT_REGISTER_KERNEL("axis_copy", DeviceType::CPU, axis_copy_cpu);
-HKT_REGISTER_KERNEL("permute", DeviceType::CPU, permute_cpu);
+HKT_REGISTER_KERNEL(kernels::axis_copy, DeviceType::CPU, axis_copy_cpu);
+HKT_REGISTER_KERNEL(kernels::permute, DeviceType::CPU, permute_cpu);
 
 // ---- ops ------------------------------------------------------------------
 
 namespace {
 
 void axis_copy(const Tensor& src, int64_t src_start, Tensor& dst, int64_t dst_start, int64_t count, int64_t axis) {
-  dispatch::kernel<AxisCopyKernel>("axis_copy", src.device())(src, src_start, dst, dst_start, count, axis);
+  dispatch::kernel<AxisCopyKernel>(kernels::axis_copy, src.device())(src, src_start, dst, dst_start, count, axis);
 }
 
 }  // namespace
@@ -107,7 +107,7 @@ Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
     out_shape[k] = x.size(axes[k]);
   }
   Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
-  dispatch::kernel<PermuteKernel>("permute", x.device())(x, axes, out);
+  dispatch::kernel<PermuteKernel>(kernels::permute, x.device())(x, axes, out);
   record("permute", {x}, out, [inverse](const Tensor& g) -> std::vector<Tensor> { return {permute(g, inverse)}; });
   return out;
 }

@@ -15,7 +15,12 @@ Tensor transpose(const Tensor& x, int64_t axis0, int64_t axis1);
 Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end);
 Tensor concat(const std::vector<Tensor>& tensors, int64_t axis);
 
-// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+// ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
+
+namespace kernels {  // the names they register under, declared once (ops/, cuda/ and the lookups use them)
+inline constexpr const char* axis_copy = "axis_copy";
+inline constexpr const char* permute = "permute";
+}  // namespace kernels
 
 // out[o, dst_start + k, i] = src[o, src_start + k, i] for k < count, both seen
 // as [outer, extent, inner] around `axis`. Serves slice, its backward and concat.

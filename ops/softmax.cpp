@@ -106,25 +106,25 @@ void softmax_backward_cpu(const Tensor& y, const Tensor& grad_out, AxisSplit spl
   });
 }
 
-HKT_REGISTER_KERNEL("softmax", DeviceType::CPU, softmax_cpu<false>);
-HKT_REGISTER_KERNEL("softmax_backward", DeviceType::CPU, softmax_backward_cpu<false>);
-HKT_REGISTER_KERNEL("log_softmax", DeviceType::CPU, softmax_cpu<true>);
-HKT_REGISTER_KERNEL("log_softmax_backward", DeviceType::CPU, softmax_backward_cpu<true>);
+HKT_REGISTER_KERNEL(kernels::softmax, DeviceType::CPU, softmax_cpu<false>);
+HKT_REGISTER_KERNEL(kernels::softmax_backward, DeviceType::CPU, softmax_backward_cpu<false>);
+HKT_REGISTER_KERNEL(kernels::log_softmax, DeviceType::CPU, softmax_cpu<true>);
+HKT_REGISTER_KERNEL(kernels::log_softmax_backward, DeviceType::CPU, softmax_backward_cpu<true>);
 
 // ---- ops ------------------------------------------------------------------
 
 namespace {
 
-// op is "softmax" or "log_softmax"; its backward kernel is op + "_backward".
-Tensor softmax_along(const char* op, const Tensor& x, int64_t axis) {
+// op: softmax or log_softmax, backward_op its backward (kernel names, ops/softmax.h).
+Tensor softmax_along(const char* op, const char* backward_op, const Tensor& x, int64_t axis) {
   check_floating(op, x);
   axis = normalize_axis(op, axis, x.shape());
   const AxisSplit split = split_at_axis(x.shape(), axis);
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   dispatch::kernel<SoftmaxKernel>(op, x.device())(x, split, out);
-  record(op, {x}, out, [op, y = out.detach(), split](const Tensor& g) -> std::vector<Tensor> {
+  record(op, {x}, out, [backward_op, y = out.detach(), split](const Tensor& g) -> std::vector<Tensor> {
     Tensor grad_in = Tensor::empty(y.shape(), y.dtype(), y.device());
-    dispatch::kernel<SoftmaxBackwardKernel>(std::string(op) + "_backward", y.device())(y, g, split, grad_in);
+    dispatch::kernel<SoftmaxBackwardKernel>(backward_op, y.device())(y, g, split, grad_in);
     return {grad_in};
   });
   return out;
@@ -132,7 +132,7 @@ Tensor softmax_along(const char* op, const Tensor& x, int64_t axis) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t axis) { return softmax_along("softmax", x, axis); }
-Tensor log_softmax(const Tensor& x, int64_t axis) { return softmax_along("log_softmax", x, axis); }
+Tensor softmax(const Tensor& x, int64_t axis) { return softmax_along(kernels::softmax, kernels::softmax_backward, x, axis); }
+Tensor log_softmax(const Tensor& x, int64_t axis) { return softmax_along(kernels::log_softmax, kernels::log_softmax_backward, x, axis); }
 
 }  // namespace hkt

@@ -17,7 +17,14 @@ namespace hkt {
 Tensor softmax(const Tensor& x, int64_t axis);
 Tensor log_softmax(const Tensor& x, int64_t axis);
 
-// ---- kernel signatures (shared by the CPU and CUDA registrations) ----
+// ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
+
+namespace kernels {  // the names they register under, declared once (ops/, cuda/ and the lookups use them)
+inline constexpr const char* softmax = "softmax";
+inline constexpr const char* softmax_backward = "softmax_backward";
+inline constexpr const char* log_softmax = "log_softmax";
+inline constexpr const char* log_softmax_backward = "log_softmax_backward";
+}  // namespace kernels
 
 // x, out: [outer, extent, inner].
 using SoftmaxKernel = void(const Tensor& x, AxisSplit split, Tensor& out);

@@ -290,7 +290,7 @@ TEST_CASE("parity: the per-parameter adamw_step kernel (AdamW on CUDA normally t
   auto run = [&](Device device) {
     Tensor p = random_tensor({1000, 3}, 160).to(device), g = random_tensor({1000, 3}, 161).to(device);
     Tensor m = random_tensor({1000, 3}, 162).to(device), v = random_tensor({1000, 3}, 163, 0.0, 1.0).to(device);
-    for (int step = 0; step < 2; ++step) dispatch::kernel<AdamWKernel>("adamw_step", device)(p, g, m, v, hyper);
+    for (int step = 0; step < 2; ++step) dispatch::kernel<AdamWKernel>(kernels::adamw_step, device)(p, g, m, v, hyper);
     return std::vector<Tensor>{p, m, v};
   };
   const std::vector<Tensor> cpu = run(Device::cpu()), cuda = run(gpu());

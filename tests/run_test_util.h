@@ -10,8 +10,8 @@
 
 #include <sys/wait.h>
 
-#include "models/data/listops.h"
-#include "models/training.h"
+#include "data/listops.h"
+#include "train/training.h"
 
 namespace hkt::testing {
 

@@ -12,12 +12,12 @@
 #include <random>
 #include <thread>
 
-#include "models/checkpoint.h"
-#include "models/json.h"
-#include "models/safetensors.h"
+#include "io/json.h"
+#include "io/safetensors.h"
 #include "tests/data_test_util.h"
 #include "tests/gradcheck.h"
 #include "tests/run_test_util.h"
+#include "train/checkpoint.h"
 
 extern char** environ;
 

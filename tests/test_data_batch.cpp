@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "models/data/dataset.h"
+#include "data/dataset.h"
 
 using namespace hkt;
 using namespace hkt::data;

@@ -6,8 +6,8 @@
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
-#include "models/data/cifar.h"
-#include "models/data/idx.h"
+#include "data/cifar.h"
+#include "data/idx.h"
 #include "tests/data_test_util.h"
 
 using namespace hkt;

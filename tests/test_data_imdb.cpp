@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "models/data/imdb.h"
+#include "data/imdb.h"
 #include "tests/data_test_util.h"
 
 using namespace hkt;

@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "models/data/listops.h"
+#include "data/listops.h"
 #include "tests/data_test_util.h"
 
 using namespace hkt;

@@ -3,11 +3,11 @@
 // same double, so equal text means equal bits) and bit-identical parameters.
 #include <cstring>
 
-#include "models/checkpoint.h"
-#include "models/safetensors.h"
+#include "io/safetensors.h"
 #include "tests/data_test_util.h"
 #include "tests/gradcheck.h"
 #include "tests/run_test_util.h"
+#include "train/checkpoint.h"
 
 using namespace hkt;
 using namespace hkt::models;

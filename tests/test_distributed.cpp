@@ -17,11 +17,11 @@
 #include <sstream>
 #include <thread>
 
+#include "data/listops.h"
 #include "distributed/gradients.h"
 #include "distributed/watchdog.h"
-#include "models/data/listops.h"
-#include "models/json.h"
-#include "models/safetensors.h"
+#include "io/json.h"
+#include "io/safetensors.h"
 #include "tests/data_test_util.h"
 #include "tests/run_test_util.h"
 

@@ -7,10 +7,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "models/data/listops.h"
+#include "data/listops.h"
+#include "io/json.h"
+#include "io/safetensors.h"
 #include "models/hkt_attention.h"
-#include "models/json.h"
-#include "models/safetensors.h"
+#include "models/mha_attention.h"
 #include "ops/multiscale_attention.h"
 #include "tests/data_test_util.h"
 #include "tests/gradcheck.h"

@@ -5,7 +5,7 @@
 #include <random>
 #include <sstream>
 
-#include "models/json.h"
+#include "io/json.h"
 
 using namespace hkt;
 using Catch::Contains;

@@ -6,6 +6,7 @@
 
 #include "models/classifier.h"
 #include "models/hkt_attention.h"
+#include "models/mha_attention.h"
 #include "tests/gradcheck.h"
 
 using namespace hkt;

@@ -1,5 +1,6 @@
-// The README's API example is tools/api-example.cpp, built and run as a tool;
-// this test keeps the two from drifting apart.
+// The README's API example is examples/api-example.cpp, built and run by
+// CTest (in this build, and against the installed package as a separate
+// project); this test keeps the two from drifting apart.
 #include <catch2/catch.hpp>
 
 #include <fstream>
@@ -18,8 +19,8 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("the README's C++ example is tools/api-example.cpp verbatim") {
+TEST_CASE("the README's C++ example is examples/api-example.cpp verbatim") {
   std::string readme = read_file(HKT_SOURCE_DIR "/README.md");
-  std::string example = read_file(HKT_SOURCE_DIR "/tools/api-example.cpp");
+  std::string example = read_file(HKT_SOURCE_DIR "/examples/api-example.cpp");
   CHECK(readme.find("```cpp\n" + example + "```") != std::string::npos);
 }

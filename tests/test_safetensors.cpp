@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "models/safetensors.h"
+#include "io/safetensors.h"
 #include "ops/shape.h"
 
 using namespace hkt;

@@ -7,13 +7,13 @@
 #include <regex>
 #include <sstream>
 
+#include "data/listops.h"
 #include "engine/dispatch.h"
-#include "models/checkpoint.h"
-#include "models/data/listops.h"
-#include "models/training.h"
 #include "tests/data_test_util.h"
 #include "tests/gradcheck.h"
 #include "tests/run_test_util.h"
+#include "train/checkpoint.h"
+#include "train/training.h"
 
 using namespace hkt;
 using namespace hkt::models;

@@ -10,8 +10,9 @@
 #include <functional>
 #include <map>
 
-#include "models/cli.h"
-#include "models/json.h"
+#include "engine/threads.h"
+#include "io/cli.h"
+#include "io/json.h"
 #include "tools/inspect/analysis.h"
 #include "tools/inspect/attention_maps.h"
 #include "tools/inspect/gradients.h"
@@ -172,7 +173,7 @@ int run_analysis(const cli::Flags& flags) {
   const int64_t length = flags.was_given("seq-len") ? flags.get_int("seq-len") : in.batch.tokens.size(1);
   const std::vector<ScoreKurtosis> kurtosis = score_kurtosis(attention_maps(*in.run.model, in.batch));
   const std::vector<BilinearSplit> splits = bilinear_splits(*in.run.model);
-  const ScoreCost cost = score_cost(length, config.stride, config.attention == "hkt" ? config.levels : 1);
+  const ScoreCost cost = score_cost(length, config.stride, config.attention_levels());
   if (flags.get_bool("json")) {
     print_json(analysis_json(kurtosis, splits, cost));
     return 0;

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "engine/error.h"
-#include "models/cli.h"
+#include "io/cli.h"
 #include "tools/inspect/metrics_plot.h"
 
 using namespace hkt;

@@ -4,13 +4,14 @@
 
 #include <filesystem>
 
-#include "engine/device_choice.h"
+#include "data/dataset.h"
 #include "distributed/communicator.h"
-#include "models/cli.h"
-#include "models/data/dataset.h"
-#include "models/json.h"
-#include "models/training.h"
+#include "engine/device_choice.h"
+#include "io/cli.h"
+#include "io/files.h"
+#include "io/json.h"
 #include "ops/blas.h"
+#include "train/training.h"
 
 using namespace hkt;
 
@@ -83,7 +84,7 @@ models::TrainOptions resumed_options(const cli::Flags& flags) {
   const std::string path = (std::filesystem::path(folder) / "config.json").string();
   models::TrainOptions o;
   try {
-    o = models::options_from_json(parse_json(data::read_file_bytes(path, "hkt-train")));
+    o = models::options_from_json(parse_json(io::read_file_bytes(path, "hkt-train")));
   } catch (const hkt::Error& error) {
     hkt::fail("hkt-train: --resume ", folder, ": ", path, ": ", error.what());
   }

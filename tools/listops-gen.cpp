@@ -1,5 +1,5 @@
 // listops-gen: writes a synthetic ListOps data set in the Long Range Arena TSV
-// layout (SPEC section 6), generated as LRA does (models/data/listops.h), and
+// layout (SPEC section 6), generated as LRA does (data/listops.h), and
 // prints a one-line summary: count, token lengths, label histogram.
 //
 //   listops-gen --seed S --count N --min-len A --max-len B [--max-depth D] [--max-args K] --out FILE
@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "models/data/listops.h"
+#include "data/listops.h"
 
 namespace {
 

@@ -102,7 +102,7 @@ std::vector<BilinearSplit> bilinear_splits(const models::Classifier& model) {
   std::vector<BilinearSplit> splits;
   for (int64_t block = 0; block < config.n_layers; ++block) {
     const std::string prefix = "blocks." + std::to_string(block) + ".attn.";
-    const int64_t levels = config.attention == "hkt" ? config.levels : 1;
+    const int64_t levels = config.attention_levels();
     for (int64_t level = 0; level < levels; ++level) {
       const std::string at = config.attention == "hkt" ? prefix + "levels." + std::to_string(level) + "." : prefix;
       const auto wq = model.parameter(at + "q.weight").to_vector<double>();

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/autograd.h"
 #include "models/hkt_attention.h"
+#include "models/mha_attention.h"
 #include "ops/index.h"
 
 namespace hkt::inspect {

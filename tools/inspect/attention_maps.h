@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "data/dataset.h"
 #include "models/classifier.h"
-#include "models/data/dataset.h"
 
 namespace hkt::inspect {
 

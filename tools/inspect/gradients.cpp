@@ -5,9 +5,11 @@
 #include <map>
 #include <set>
 
-#include "models/json.h"
-#include "models/safetensors.h"
+#include "hkt.h"
+#include "io/json.h"
+#include "io/safetensors.h"
 #include "tools/inspect/run.h"
+#include "tools/inspect/test_faults.h"
 
 namespace hkt::inspect {
 
@@ -74,6 +76,7 @@ std::vector<GradcheckRow> gradcheck_model(const models::Classifier& model, const
                                           const GradcheckSettings& settings) {
   check(settings.per_parameter >= 1 && settings.eps > 0, "gradcheck: need per_parameter >= 1 and eps > 0, got ",
         settings.per_parameter, " and ", settings.eps);
+  const TestFaults faults;  // HKT_TEST_BREAK_BACKWARD (tools/inspect/test_faults.h)
   std::unique_ptr<models::Classifier> copy = float64_copy(model);
   backward_loss(*copy, batch);
   Generator generator(settings.seed);

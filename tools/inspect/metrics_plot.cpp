@@ -7,14 +7,15 @@
 #include <limits>
 #include <sstream>
 
-#include "models/data/dataset.h"
-#include "models/json.h"
+#include "data/dataset.h"
+#include "io/files.h"
+#include "io/json.h"
 
 namespace hkt::inspect {
 
 RunCurves read_metrics(const std::string& folder, const std::string& label) {
   const std::string path = (std::filesystem::path(folder) / "metrics.jsonl").string();
-  std::istringstream lines(data::read_file_bytes(path, "hkt-plot"));
+  std::istringstream lines(io::read_file_bytes(path, "hkt-plot"));
   RunCurves curves;
   curves.label = label;
   std::string line;

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "models/json.h"
+#include "io/json.h"
 #include "tools/inspect/analysis.h"
 #include "tools/inspect/gradients.h"
 

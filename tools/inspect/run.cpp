@@ -3,8 +3,10 @@
 #include <filesystem>
 #include <numeric>
 
-#include "models/checkpoint.h"
-#include "models/json.h"
+#include "hkt.h"
+#include "io/files.h"
+#include "io/json.h"
+#include "train/checkpoint.h"
 
 namespace hkt::inspect {
 
@@ -13,7 +15,7 @@ LoadedRun load_run(const std::string& folder, const std::string& checkpoint) {
   LoadedRun run;
   const std::string config_path = (fs::path(folder) / "config.json").string();
   try {
-    run.options = models::options_from_json(parse_json(data::read_file_bytes(config_path, "hkt-inspect")));
+    run.options = models::options_from_json(parse_json(io::read_file_bytes(config_path, "hkt-inspect")));
   } catch (const Error& error) {
     fail("hkt-inspect: run ", folder, ": ", error.what());
   }

@@ -4,9 +4,9 @@
 #include <memory>
 #include <string>
 
+#include "data/dataset.h"
 #include "models/classifier.h"
-#include "models/data/dataset.h"
-#include "models/training.h"
+#include "train/training.h"
 
 namespace hkt::inspect {
 

@@ -1,0 +1,25 @@
+#include "models/mha_attention.h"
+
+#include "ops/attention.h"
+#include "ops/attention_reference.h"
+
+namespace hkt::models {
+
+MHAAttention::MHAAttention(const ModelConfig& config, Generator& generator) : heads_(config.n_heads) {
+  q = register_module("q", std::make_shared<nn::Linear>(config.d_model, config.d_model, generator));
+  k = register_module("k", std::make_shared<nn::Linear>(config.d_model, config.d_model, generator));
+  v = register_module("v", std::make_shared<nn::Linear>(config.d_model, config.d_model, generator));
+  o = register_module("o", std::make_shared<nn::Linear>(config.d_model, config.d_model, generator));
+}
+
+Tensor MHAAttention::forward(const Tensor& x, const SequenceMask& mask) const {
+  // x: [B, T, d]; q, k, v: [B, H, T, dh]; scores: [B, H, T, T]
+  Tensor queries = split_heads(q->forward(x), heads_);
+  Tensor keys = split_heads(k->forward(x), heads_);
+  Tensor values = split_heads(v->forward(x), heads_);
+  Tensor attended = mask.fused ? attention(queries, keys, values, mask.lengths_tensor, mask.causal)
+                               : attention_reference(queries, keys, values, mask.lengths_tensor, mask.causal);
+  return o->forward(merge_heads(attended));
+}
+
+}  // namespace hkt::models

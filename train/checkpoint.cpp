@@ -1,0 +1,118 @@
+#include "train/checkpoint.h"
+
+#include <map>
+
+#include "io/json.h"
+#include "io/safetensors.h"
+
+namespace hkt::models {
+namespace {
+
+// Version 2 adds the checksum; version 1 files (none) still load.
+constexpr const char* kFormat = "hkt-checkpoint-2";
+constexpr const char* kFormatWithoutChecksum = "hkt-checkpoint-1";
+
+// The file, once its checksum matches. Without a checksum field it is either
+// a version-1 checkpoint or a file damaged right there: anything but a valid
+// version-1 file is reported as corrupt.
+SafetensorsFile load_verified(const std::string& path) {
+  const std::string who = "checkpoint " + path;
+  const ChecksumStatus status = verify_safetensors_checksum(path, who);
+  SafetensorsFile file;
+  try {
+    file = load_safetensors(path);
+  } catch (const Error& error) {
+    if (status == ChecksumStatus::Absent) fail(who, ": checksum mismatch (corrupt file): no checksum found; ", error.what());
+    throw;
+  }
+  if (status == ChecksumStatus::Absent) {
+    auto format = file.metadata.find("format");
+    const std::string name = format == file.metadata.end() ? "" : format->second;
+    check(name == kFormatWithoutChecksum, who, ": checksum mismatch (corrupt file): no checksum in __metadata__ (format '",
+          name, "')");
+  }
+  return file;
+}
+
+std::string describe_differences(const ModelConfig& stored, const ModelConfig& live) {
+  Json a = config_to_json(stored), b = config_to_json(live);
+  std::string differences;
+  for (const auto& [key, value] : a.as_object()) {
+    if (value == b.at(key)) continue;
+    differences += (differences.empty() ? "" : ", ") + key + " " + to_json(value) + " (checkpoint) vs " +
+                   to_json(b.at(key)) + " (model)";
+  }
+  return differences;
+}
+
+ModelConfig config_of(const SafetensorsFile& file, const std::string& path) {
+  auto it = file.metadata.find("config");
+  check(it != file.metadata.end(), "checkpoint ", path, ": no \"config\" in __metadata__");
+  try {
+    return config_from_json(parse_json(it->second));
+  } catch (const Error& error) {
+    fail("checkpoint ", path, ": bad config: ", error.what());
+  }
+}
+
+// Points the parameter's storage at the loaded values (its handles stay valid).
+void assign_parameter(const Tensor& parameter, const Tensor& loaded) {
+  Tensor converted = loaded.to(parameter.dtype()).to(parameter.device()).clone();
+  parameter.impl()->storage = converted.impl()->storage;
+  parameter.impl()->byte_offset = converted.impl()->byte_offset;
+}
+
+}  // namespace
+
+void save_checkpoint(const std::string& path, const Classifier& model, const Optimizer& optimizer, int64_t step) {
+  NamedTensors tensors = model.named_parameters();
+  for (auto& named : optimizer.state()) tensors.push_back(named);
+  std::map<std::string, std::string> metadata{
+      {"format", kFormat}, {"config", to_json(config_to_json(model.config()))}, {"step", std::to_string(step)}};
+  save_safetensors(path, tensors, metadata, /*checksum=*/true);
+}
+
+ModelConfig read_checkpoint_config(const std::string& path) { return config_of(load_verified(path), path); }
+
+int64_t load_checkpoint(const std::string& path, Classifier& model, Optimizer& optimizer) {
+  SafetensorsFile file = load_verified(path);
+  ModelConfig stored = config_of(file, path);
+  if (!(stored == model.config()))
+    fail("checkpoint ", path, ": its config does not match the model: ", describe_differences(stored, model.config()));
+  auto step_entry = file.metadata.find("step");
+  check(step_entry != file.metadata.end(), "checkpoint ", path, ": no \"step\" in __metadata__");
+  int64_t step = 0;
+  try {
+    step = parse_json(step_entry->second).as_int();
+  } catch (const Error& error) {
+    fail("checkpoint ", path, ": bad step '", step_entry->second, "': ", error.what());
+  }
+
+  std::map<std::string, Tensor> by_name;
+  NamedTensors optimizer_state;
+  for (auto& [name, value] : file.tensors) {
+    if (name.rfind("optim.", 0) == 0) optimizer_state.emplace_back(name, value);
+    else by_name[name] = value;
+  }
+  std::vector<std::pair<Tensor, Tensor>> assignments;  // (parameter, stored value), applied once all are checked
+  for (auto& [name, parameter] : model.named_parameters()) {
+    auto it = by_name.find(name);
+    check(it != by_name.end(), "checkpoint ", path, ": parameter '", name, "' is missing");
+    check(it->second.shape() == parameter.shape(), "checkpoint ", path, ": parameter '", name, "' has shape ",
+          shape_str(it->second.shape()), ", the model wants ", shape_str(parameter.shape()));
+    check(is_floating(it->second.dtype()), "checkpoint ", path, ": parameter '", name, "' is ", it->second.str());
+    assignments.emplace_back(parameter, it->second);
+    by_name.erase(it);
+  }
+  check(by_name.empty(), "checkpoint ", path, ": unexpected tensor '",
+        by_name.empty() ? "" : by_name.begin()->first, "'");
+  for (auto& [parameter, value] : assignments) assign_parameter(parameter, value);
+  try {
+    optimizer.load_state(optimizer_state);
+  } catch (const Error& error) {
+    fail("checkpoint ", path, ": ", error.what());
+  }
+  return step;
+}
+
+}  // namespace hkt::models
