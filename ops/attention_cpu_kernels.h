@@ -312,7 +312,9 @@ void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, const
       for (int64_t c = 0; c < count; c += S::W)
         tile_max = S::max(tile_max, S::keep_first(S::load(s + c), count - c, -std::numeric_limits<T>::infinity()));
       const T new_max = std::max(w.row_max.data[r], S::reduce_max(tile_max));
-      const T correction = std::exp(w.row_max.data[r] - new_max);  // 0 on the first tile (m = −inf)
+      const T old_max = w.row_max.data[r];  // −inf on the first tile: correction 0
+      const T correction = old_max == new_max ? T(1) : old_max == -std::numeric_limits<T>::infinity() ? T(0)
+                                                                                                       : std::exp(old_max - new_max);
       if (correction != T(1)) {
         w.row_sum.data[r] *= correction;
         T* o = w.acc.data + r * dh;

@@ -70,11 +70,19 @@ bool own_gemm_enabled() {
   return enabled;
 }
 
-void own_gemm(const float* pa, const float* pb, float* pc, const GemmDims& d, const attention_cpu::Path& path) {
+void own_gemm(const float* pa, const float* pb, float* pc, GemmDims d, const attention_cpu::Path& path) {
+  // A weight's gradient, Σ_i a[i]ᵀ b[i] over contiguous batch items, is one
+  // product whose depth runs through the whole batch: rows of C split over
+  // threads instead of a sequential loop over items of M = d rows each.
+  if (d.batch > 1 && d.stride_c == 0 && d.trans_a && !d.trans_b && d.stride_a == d.k * d.m &&
+      d.stride_b == d.k * d.n) {
+    d.k *= d.batch;
+    d.batch = 1;
+  }
   const int64_t m = d.m, n = d.n, k = d.k;
   const int64_t a_row = d.trans_a ? 1 : k, a_col = d.trans_a ? m : 1;
   std::vector<float> packed;  // bᵀ as [K, N] rows: the micro-kernel streams B by rows
-  constexpr int64_t kRows = 48;  // a multiple of the micro-kernel's 6 and 8 rows
+  const int64_t kRows = m >= 384 ? 48 : 16;  // multiples of the micro-kernel's rows; small M still splits
   const int64_t blocks = (m + kRows - 1) / kRows;
   for (int64_t i = 0; i < d.batch; ++i) {
     const float* b = pb + i * d.stride_b;
