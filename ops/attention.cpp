@@ -44,6 +44,19 @@ Tensor checked_lengths(const char* op, const Tensor& lengths, int64_t batch, int
   return Tensor::from_vector(values, {batch}, device);
 }
 
+attention_cpu::Problem cpu_problem(const AttentionDims& dims, const Tensor& lengths) {
+  attention_cpu::Problem p;
+  p.batch = dims.batch;
+  p.heads = dims.heads;
+  p.length = dims.length;
+  p.head_dim = dims.head_dim;
+  p.causal = dims.causal;
+  p.tile = dims.tile;
+  p.lengths = lengths.data<int64_t>();
+  p.parallel = dims.batch * dims.heads * dims.length * dims.length * dims.head_dim > HKT_OMP_MIN_WORK;
+  return p;
+}
+
 void check_tile(const char* op, int64_t tile) {
   check(tile == 8 || tile == 16 || tile == 32 || tile == 64, op, ": tile ", tile, " is not one of 8, 16, 32, 64");
 }
@@ -56,15 +69,7 @@ void check_tile(const char* op, int64_t tile) {
 namespace {
 
 attention_cpu::Problem cpu_problem(const AttentionDims& dims, const Tensor& lengths) {
-  attention_cpu::Problem p;
-  p.batch = dims.batch;
-  p.heads = dims.heads;
-  p.length = dims.length;
-  p.head_dim = dims.head_dim;
-  p.causal = dims.causal;
-  p.tile = dims.tile;
-  p.lengths = lengths.data<int64_t>();
-  p.parallel = dims.batch * dims.heads * dims.length * dims.length * dims.head_dim > HKT_OMP_MIN_WORK;
+  attention_cpu::Problem p = attention_tiles::cpu_problem(dims, lengths);
   p.level_rows = {dims.length};
   p.level_block = {1};
   return p;

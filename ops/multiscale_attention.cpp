@@ -39,15 +39,7 @@ int64_t block_of(int64_t length, int64_t level, int64_t stride) {
 
 attention_cpu::Problem cpu_problem(const MultiscaleAttentionDims& dims, const std::vector<Tensor>& queries,
                                    const Tensor& lengths) {
-  attention_cpu::Problem p;
-  p.batch = dims.batch;
-  p.heads = dims.heads;
-  p.length = dims.length;
-  p.head_dim = dims.head_dim;
-  p.causal = dims.causal;
-  p.tile = dims.tile;
-  p.lengths = lengths.data<int64_t>();
-  p.parallel = dims.batch * dims.heads * dims.length * dims.length * dims.head_dim > HKT_OMP_MIN_WORK;
+  attention_cpu::Problem p = attention_tiles::cpu_problem(dims, lengths);
   p.levels = dims.levels;
   p.stride = dims.stride;
   for (int64_t l = 0; l < dims.levels; ++l) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "ops/attention_reference.h"
+#include "tests/attention_test_util.h"
 #include "tests/gradcheck.h"
 
 using namespace hkt;
@@ -12,6 +13,8 @@ using hkt::testing::gradcheck;
 using hkt::testing::lengths_tensor;
 using hkt::testing::random_tensor;
 using hkt::testing::relative_diff;
+using hkt::testing::ThreadScope;
+using hkt::testing::TileScope;
 
 namespace {
 
@@ -49,17 +52,6 @@ void compare_with_reference(int64_t length, int64_t head_dim, bool causal, const
   CHECK(relative_diff(fused.grad_v, expected.grad_v) <= tolerance);
 }
 
-// Restores the default tile when a test ends.
-struct TileScope {
-  explicit TileScope(int64_t tile) { set_attention_cpu_tile(tile); }
-  ~TileScope() { set_attention_cpu_tile(64); }
-};
-
-struct ThreadScope {
-  explicit ThreadScope(int threads) : previous(num_threads()) { set_num_threads(threads); }
-  ~ThreadScope() { set_num_threads(previous); }
-  int previous;
-};
 
 bool bitwise_equal(const Tensor& a, const Tensor& b) { return a.to_vector<double>() == b.to_vector<double>(); }
 

@@ -14,12 +14,15 @@
 
 #include "ops/attention_cpu.h"
 #include "ops/attention_reference.h"
+#include "tests/attention_test_util.h"
 #include "tests/gradcheck.h"
 
 using namespace hkt;
 using hkt::testing::lengths_tensor;
 using hkt::testing::random_tensor;
 using hkt::testing::relative_diff;
+using hkt::testing::ThreadScope;
+using hkt::testing::TileScope;
 
 namespace {
 
@@ -28,16 +31,6 @@ struct PathScope {
   ~PathScope() { set_attention_cpu_path(""); }
 };
 
-struct TileScope {
-  explicit TileScope(int64_t tile) { set_attention_cpu_tile(tile); }
-  ~TileScope() { set_attention_cpu_tile(64); }
-};
-
-struct ThreadScope {
-  explicit ThreadScope(int threads) : previous(num_threads()) { set_num_threads(threads); }
-  ~ThreadScope() { set_num_threads(previous); }
-  int previous;
-};
 
 std::vector<const attention_cpu::Path*> paths_under_test() {
   static const bool reported = [] {

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "ops/attention_reference.h"
+#include "tests/attention_test_util.h"
 #include "tests/gradcheck.h"
 
 using namespace hkt;
@@ -14,6 +15,8 @@ using hkt::testing::gradcheck;
 using hkt::testing::lengths_tensor;
 using hkt::testing::random_tensor;
 using hkt::testing::relative_diff;
+using hkt::testing::ThreadScope;
+using hkt::testing::TileScope;
 
 namespace {
 
@@ -89,16 +92,6 @@ void compare_with_reference(int64_t length, int64_t levels, int64_t stride, bool
   }
 }
 
-struct TileScope {
-  explicit TileScope(int64_t tile) { set_attention_cpu_tile(tile); }
-  ~TileScope() { set_attention_cpu_tile(64); }
-};
-
-struct ThreadScope {
-  explicit ThreadScope(int threads) : previous(num_threads()) { set_num_threads(threads); }
-  ~ThreadScope() { set_num_threads(previous); }
-  int previous;
-};
 
 }  // namespace
 
