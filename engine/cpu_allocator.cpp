@@ -38,8 +38,8 @@ size_t size_class(size_t nbytes) {
   if (nbytes <= 4096) return nbytes == 0 ? 64 : (nbytes + 63) / 64 * 64;
   size_t power = 4096;
   while (power * 2 < nbytes) power *= 2;  // power < nbytes ≤ 2·power
-  const size_t quarter = power / 4;
-  return (nbytes + quarter - 1) / quarter * quarter;
+  const size_t eighth = power / 8;
+  return (nbytes + eighth - 1) / eighth * eighth;
 }
 
 struct State {

@@ -4,8 +4,8 @@
 // a steady-state training step asks the system for no memory (no page faults,
 // no zeroed pages). The CPU twin of the CUDA caching allocator (cuda/allocator.h).
 //
-// Size classes: multiples of 64 bytes up to 4 KiB, then four classes per
-// power of two (at most 25 % rounding). Builds with AddressSanitizer do not
+// Size classes: multiples of 64 bytes up to 4 KiB, then eight classes per
+// power of two (at most 12.5 % rounding). Builds with AddressSanitizer do not
 // cache by default, so that use-after-free stays visible to it.
 #include <cstddef>
 #include <cstdint>

@@ -4,8 +4,8 @@
 // MHA is the multi-scale op with one level and λ = 1.
 //
 // Forward (FlashAttention-2's plan): one task per (batch, head, query tile).
-// Every key tile of a head is packed once (transposed, per level, with its
-// key map). For each key tile: level 0's scores S₀ = λ₀ q kᵀ/√dh and each
+// A thread packs every key tile of a head once (transposed, per level, with
+// its key map) and keeps them while it works on that head. For each key tile: level 0's scores S₀ = λ₀ q kᵀ/√dh and each
 // coarse level's tile C_l = q_l k_lᵀ/√dh are register-blocked GEMMs; coarse
 // tiles are causally masked in coarse space (column b > row a is 0), expanded
 // to fine key columns with one permute per vector and summed once per
@@ -63,8 +63,8 @@ struct QueryGeometry {
 
 // One key tile of one (batch, head), ready for the score GEMMs: per level the
 // coarse keys packed transposed [dh, np], their extent, and the key map
-// (load_keys). The forward prepares every tile of every head once
-// (KeyTileStore); the backward one at a time.
+// (load_keys). In the forward each thread keeps every tile of its current
+// head (KeyTileStore); the backward loads one at a time.
 template <class T>
 struct KeyTile {
   T* keys_t = nullptr;              // [levels][dh × np]
@@ -283,7 +283,7 @@ void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
 
 template <class S>
 void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, const KeyTileStore<typename S::T>& keys,
-                  int64_t key_tiles, int64_t head_index, int64_t i0) {
+                  int64_t head_index, int64_t i0) {
   using T = typename S::T;
   using V = typename S::V;
   const Problem& p = w.p;
@@ -296,7 +296,7 @@ void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, const
   const int64_t key_end = key_limit(i1 - 1, w.valid, p.causal);
   for (int64_t j0 = 0; j0 < key_end; j0 += p.tile) {
     const int64_t j1 = std::min(key_end, j0 + p.tile);
-    w.keys = keys.at(head_index * key_tiles + j0 / p.tile);
+    w.keys = keys.at(j0 / p.tile);
     fused_scores(w, i0, i1, scale);
     // Online softmax: m' = max(m, max_c s_c), l' = l·e^(m−m') + Σ e^(s−m'), O' = O·e^(m−m') + P·V.
     for (int64_t r = 0; r < rows; ++r) {
@@ -344,22 +344,27 @@ void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, const
 template <class S>
 void forward(const Problem& p, const ForwardArgs<typename S::T>& args) {
   const int64_t tiles = (p.length + p.tile - 1) / p.tile, heads = p.batch * p.heads, tasks = heads * tiles;
-  // Every query tile of a head reads the same key tiles: pack them once.
-  KeyTileStore<typename S::T> keys(heads * tiles, p.levels, p.head_dim, round_up(p.tile, S::W), S::W);
   const QueryMaps maps(p);
 #pragma omp parallel if (p.parallel)
   {
     Workspace<S> w(p, false);
     w.query_maps = maps.maps.data;
-#pragma omp for schedule(static)
-    for (int64_t n = 0; n < heads * tiles; ++n) {
-      const int64_t head_index = n / tiles, j0 = (n % tiles) * p.tile;
-      w.bind_head(args, head_index);
-      if (j0 < w.valid) load_keys<S>(p, w.k.data, w.np, j0, std::min(w.valid, j0 + p.tile), keys.at(n));
-    }
+    // Every query tile of a head reads the same key tiles: a thread packs a
+    // head's key tiles when its first task of that head comes (tasks run
+    // head by head, so about once per head and thread), and keeps them.
+    KeyTileStore<typename S::T> keys(tiles, p.levels, p.head_dim, w.np, S::W);
+    int64_t packed_head = -1;
 #pragma omp for schedule(dynamic)
-    for (int64_t task = 0; task < tasks; ++task)
-      forward_task(w, args, keys, tiles, task / tiles, (task % tiles) * p.tile);
+    for (int64_t task = 0; task < tasks; ++task) {
+      const int64_t head_index = task / tiles;
+      if (head_index != packed_head) {
+        w.bind_head(args, head_index);
+        for (int64_t j0 = 0; j0 < w.valid; j0 += p.tile)
+          load_keys<S>(p, w.k.data, w.np, j0, std::min(w.valid, j0 + p.tile), keys.at(j0 / p.tile));
+        packed_head = head_index;
+      }
+      forward_task(w, args, keys, head_index, (task % tiles) * p.tile);
+    }
   }
 }
 

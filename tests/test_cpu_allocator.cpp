@@ -34,7 +34,7 @@ TEST_CASE("a freed CPU block is handed out again for a request of its size class
     CHECK(reused.cache_hits == freed.cache_hits + 1);
     CHECK(reused.bytes_in_use == freed.bytes_in_use + 4032);
   }
-  { Tensor big = Tensor::empty({5000}, DType::Float32); }  // 20000 bytes → 20480 (quarter of 16384 steps)
+  { Tensor big = Tensor::empty({5000}, DType::Float32); }  // 20000 bytes → 20480 (eighths of 16384: 2048-byte steps)
   CHECK(cpu_allocator_stats().bytes_cached == freed.bytes_cached + 20480);
   cpu_empty_cache();
   CHECK(cpu_allocator_stats().bytes_cached == 0);
