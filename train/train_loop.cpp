@@ -17,6 +17,8 @@
 #include "io/files.h"
 #include "io/json.h"
 #include "nn/optim.h"
+#include "ops/attention_cpu.h"
+#include "ops/blas.h"
 #include "ops/loss.h"
 #include "train/checkpoint.h"
 #include "train/data_parallel.h"
@@ -141,6 +143,11 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
               (long long)train.count, (long long)run->task.val.count, (long long)config.max_len, (long long)run->total,
               (long long)run->steps_per_epoch,
               run->step > 0 ? (", resuming at step " + std::to_string(run->step)).c_str() : "");
+  if (model.parameters().front().device().type == DeviceType::CPU) {
+    const BlasInfo blas = blas_info();
+    std::printf("cpu: %d threads, attention on the %s path, GEMMs on the micro-kernel and %s (kernels %s)\n",
+                num_threads(), attention_cpu_path(config.head_dim()).c_str(), blas.library.c_str(), blas.core.c_str());
+  }
   if (comm.size() > 1)
     std::printf("data parallel: %d ranks (%s), global batch %lld, gradient buckets of %.3g MB\n", comm.size(),
                 comm.backend().c_str(), (long long)options.batch, options.bucket_mb);
