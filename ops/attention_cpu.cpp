@@ -43,18 +43,19 @@ const Path* find(const std::string& name) {
 
 }  // namespace
 
-std::vector<const Path*> available_paths() {
-  std::vector<const Path*> paths;
-  for (const Path* path : {avx512_path(), avx2_path()})
-    if (path && cpu_runs(*path)) paths.push_back(path);
-  paths.push_back(plain_path());
+const std::vector<const Path*>& available_paths() {
+  // The CPU does not change under a running program: looked up once, not per call.
+  static const std::vector<const Path*> paths = [] {
+    std::vector<const Path*> found;
+    for (const Path* path : {avx512_path(), avx2_path()})
+      if (path && cpu_runs(*path)) found.push_back(path);
+    found.push_back(plain_path());
+    return found;
+  }();
   return paths;
 }
 
-const Path& widest_path() {
-  static const Path* const widest = available_paths().front();
-  return *widest;
-}
+const Path& widest_path() { return *available_paths().front(); }
 
 const Path& select_path(int64_t head_dim) {
   const std::string name = forced();

@@ -77,8 +77,8 @@ void forward_plain(const Problem&, const ForwardArgs<double>&);
 void backward_plain(const Problem&, const BackwardArgs<double>&);
 
 // The paths this build has and this CPU runs, widest first; "plain" is always last.
-std::vector<const Path*> available_paths();
-// The first of them, looked up once.
+const std::vector<const Path*>& available_paths();
+// The first of them.
 const Path& widest_path();
 // The path for float32 at this head width: the forced one (which must be
 // available and divide head_dim, else an error naming both), or the widest that fits.

@@ -54,8 +54,6 @@ int blas_int(int64_t value) {
   return static_cast<int>(value);
 }
 
-}  // namespace
-
 // float32 GEMMs whose N is a multiple of the vector width run on the
 // attention kernels' register-blocked micro-kernel (ops/attention_cpu.h): as
 // fast as OpenBLAS's own kernels on this model's thin shapes (M = B·T, N and
@@ -102,6 +100,8 @@ void own_gemm(const float* pa, const float* pb, float* pc, GemmDims d, const att
     }
   }
 }
+
+}  // namespace
 
 // Batch items run one after another: each BLAS call is already multithreaded,
 // and summing into a shared c (beta = 1 after the first item) stays in a fixed order.

@@ -31,7 +31,6 @@ struct PathScope {
   ~PathScope() { set_attention_cpu_path(""); }
 };
 
-
 std::vector<const attention_cpu::Path*> paths_under_test() {
   static const bool reported = [] {
     std::string names;

@@ -26,8 +26,6 @@
 // causal. MHA is L = 1: 4·dh·P_0. The backward counts 2.5 times the forward
 // (FlashAttention-2's convention: S, dP, dV, dQ, dK), so forward+backward is 3.5 times.
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -48,6 +46,7 @@
 #include "engine/dispatch.h"
 #include "ops/attention_cpu.h"
 #include "ops/blas.h"
+#include "tools/bench/child.h"
 #include "tools/bench/step.h"
 #include "ops/attention_reference.h"
 
@@ -138,7 +137,7 @@ double milliseconds_since(std::chrono::steady_clock::time_point start) {
 // The machine's FMA limit: every thread runs the widest path's register-only
 // FMA loop at once for about 0.3 s; FLOPs over wall time.
 double fma_peak_gflops(int threads) {
-  const attention_cpu::Path& path = *attention_cpu::available_paths().front();
+  const attention_cpu::Path& path = attention_cpu::widest_path();
   constexpr int64_t kIterations = 1 << 22;
   path.fma_loop(kIterations / 16);  // warm up: clocks settle, threads start
   double best = 0;
@@ -217,53 +216,18 @@ struct Measurement {
 };
 
 Measurement measure(const Case& c, const Options& options, const char* self) {
-  int pipe_fds[2];
-  if (pipe(pipe_fds) != 0) return {false, 0, 0, 0, "pipe failed"};
-  std::fflush(stdout);
-  const pid_t pid = fork();
-  if (pid < 0) return {false, 0, 0, 0, "fork failed"};
-  if (pid == 0) {
-    dup2(pipe_fds[1], STDOUT_FILENO);
-    close(pipe_fds[0]);
-    close(pipe_fds[1]);
-    const std::vector<std::string> args = {self,
-                                           "--case",
-                                           c.op,
-                                           c.impl,
-                                           std::to_string(c.levels),
-                                           std::to_string(c.length),
-                                           "--threads",
-                                           std::to_string(options.threads),
-                                           "--repeats",
-                                           std::to_string(options.repeats),
-                                           options.causal ? "--causal" : "--bidirectional",
-                                           "--batch",
-                                           std::to_string(options.batch),
-                                           "--heads",
-                                           std::to_string(options.heads),
-                                           "--head-dim",
-                                           std::to_string(options.head_dim),
-                                           "--device",
-                                           options.device.type == DeviceType::CUDA ? "cuda" : "cpu"};
-    std::vector<char*> argv;
-    for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
-    argv.push_back(nullptr);
-    execv("/proc/self/exe", argv.data());
-    _exit(127);
-  }
-  close(pipe_fds[1]);
-  std::string output;
-  char buffer[256];
-  for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<size_t>(n));
-  close(pipe_fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  const bench::ChildOutput child = bench::run_self(
+      {self, "--case", c.op, c.impl, std::to_string(c.levels), std::to_string(c.length), "--threads",
+       std::to_string(options.threads), "--repeats", std::to_string(options.repeats),
+       options.causal ? "--causal" : "--bidirectional", "--batch", std::to_string(options.batch), "--heads",
+       std::to_string(options.heads), "--head-dim", std::to_string(options.head_dim), "--device",
+       options.device.type == DeviceType::CUDA ? "cuda" : "cpu"});
   Measurement m;
-  std::istringstream in(output);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && (in >> m.forward_ms >> m.both_ms >> m.peak_mib))
+  std::istringstream in(child.output);
+  if (child.ok && (in >> m.forward_ms >> m.both_ms >> m.peak_mib))
     m.ok = true;
   else
-    m.error = WIFSIGNALED(status) ? "child killed by signal " + std::to_string(WTERMSIG(status)) : "child failed";
+    m.error = child.ok ? "child failed" : child.error;
   return m;
 }
 
@@ -364,7 +328,7 @@ int main(int argc, char** argv) {
     std::printf("{\"machine\":\"cpu\",\"threads\":%d,\"fma_peak_gflops\":%.1f,\"fma_peak_path\":\"%s\","
                 "\"attention_cpu_path\":\"%s\",\"blas\":\"%s\",\"blas_core\":\"%s\"}\n",
                 options.threads > 0 ? options.threads : num_threads(), peak_gflops,
-                attention_cpu::available_paths().front()->name, path.name, blas.library.c_str(), blas.core.c_str());
+                attention_cpu::widest_path().name, path.name, blas.library.c_str(), blas.core.c_str());
   }
 
   struct Row {
@@ -433,7 +397,7 @@ int main(int argc, char** argv) {
   if (peak_gflops > 0)
     std::printf("\nFMA peak %.1f GFLOP/s on %d threads (%s); B %lld, H %lld, dh %lld, %s; fused ops on the %s path\n",
                 peak_gflops, options.threads > 0 ? options.threads : num_threads(),
-                attention_cpu::available_paths().front()->name, static_cast<long long>(options.batch),
+                attention_cpu::widest_path().name, static_cast<long long>(options.batch),
                 static_cast<long long>(options.heads), static_cast<long long>(options.head_dim),
                 options.causal ? "causal" : "bidirectional", attention_cpu::select_path(options.head_dim).name);
   if (peak_gflops > 0) std::printf("BLAS: %s (kernels: %s)\n", blas_info().library.c_str(), blas_info().core.c_str());

@@ -2,8 +2,6 @@
 #include "tools/bench/step.h"
 
 #include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +15,7 @@
 #include "engine/profiler.h"
 #include "hkt.h"
 #include "models/classifier.h"
+#include "tools/bench/child.h"
 
 namespace hkt::bench {
 
@@ -190,43 +189,22 @@ StepResult measure_step(const StepOptions& o, const std::string& model, char** a
   StepResult result;
   result.model = model;
   result.gflop = step_flops(o, model) / 1e9;
-  int fds[2];
-  if (pipe(fds) != 0) return result.error = "pipe failed", result;
-  std::fflush(stdout);
-  const pid_t pid = fork();
-  if (pid < 0) return result.error = "fork failed", result;
-  if (pid == 0) {
-    dup2(fds[1], STDOUT_FILENO);
-    close(fds[0]);
-    close(fds[1]);
-    std::vector<std::string> args = {argv[0],       "--step-child", "--model",           model,
-                                     "--batch",     std::to_string(o.batch),             "--seq-len",
-                                     std::to_string(o.seq_len),     "--d-model",         std::to_string(o.d_model),
-                                     "--layers",    std::to_string(o.layers),            "--heads",
-                                     std::to_string(o.heads),       "--d-ff",            std::to_string(o.d_ff),
-                                     "--levels",    std::to_string(o.levels),            "--steps",
-                                     std::to_string(o.steps),       "--warmup",          std::to_string(o.warmup),
-                                     "--threads",   std::to_string(o.threads)};
-    if (o.profile) args.push_back("--profile");
-    std::vector<char*> child_argv;
-    for (std::string& arg : args) child_argv.push_back(arg.data());
-    child_argv.push_back(nullptr);
-    execv("/proc/self/exe", child_argv.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  std::string output;
-  char buffer[4096];
-  for (ssize_t n; (n = read(fds[0], buffer, sizeof buffer)) > 0;) output.append(buffer, static_cast<size_t>(n));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  std::istringstream in(output);
+  std::vector<std::string> args = {argv[0],       "--step-child", "--model",           model,
+                                   "--batch",     std::to_string(o.batch),             "--seq-len",
+                                   std::to_string(o.seq_len),     "--d-model",         std::to_string(o.d_model),
+                                   "--layers",    std::to_string(o.layers),            "--heads",
+                                   std::to_string(o.heads),       "--d-ff",            std::to_string(o.d_ff),
+                                   "--levels",    std::to_string(o.levels),            "--steps",
+                                   std::to_string(o.steps),       "--warmup",          std::to_string(o.warmup),
+                                   "--threads",   std::to_string(o.threads)};
+  if (o.profile) args.push_back("--profile");
+  const ChildOutput child = run_self(args);
+  std::istringstream in(child.output);
   std::string name;
   long long allocations = 0;
-  if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0 &&
-        (in >> name >> result.median_ms >> result.min_ms >> result.max_ms >> result.peak_mib >> allocations))) {
-    result.error = WIFSIGNALED(status) ? "child killed by signal " + std::to_string(WTERMSIG(status)) : "child failed";
+  if (!child.ok ||
+      !(in >> name >> result.median_ms >> result.min_ms >> result.max_ms >> result.peak_mib >> allocations)) {
+    result.error = child.ok ? "child failed" : child.error;
     return result;
   }
   result.allocations = allocations;
