@@ -13,7 +13,7 @@
 // Avx2 (W = 8 floats) and Avx512 (W = 16 floats), each providing
 //   V, Index                     a vector of W values / of W int32 lanes
 //   zero, set1, load, store, add, sub, mul, fmadd, max
-//   exp(v)                       e^v, 0 exactly below −87.5 (see exp_poly)
+//   exp(v)                       e^v, 0 exactly where e^v < FLT_MIN, NaN kept (see exp_mantissa)
 //   keep_first(v, n, fill)       lanes ≥ n replaced by fill
 //   reduce_add, reduce_max       over the W lanes
 //   load_index, permute(base, i) lane t = base[i[t]], 0 ≤ i[t] < 2W, base aligned to W values:
@@ -64,28 +64,24 @@ struct Scalar {
   static V select_nonnegative(V x, V a, V b) { return x >= T(0) ? a : b; }
 };
 
-// Cephes' expf: e^x = 2^n · p(r), n = round(x·log2 e), r = x − n·ln 2 split in
-// two constants, p of degree 6. Inputs are clamped to [−88, 88]: there n ≤ 127
-// stays a normal exponent, and n = −127 builds the exponent field 0, so scores
-// far below the row maximum (masked keys are −inf) give exactly 0. NaN stays
-// NaN: the clamps keep their second operand when either is NaN.
-// Relative error ≤ 2 ulp where e^x ≥ FLT_MIN (tests/test_attention_simd.cpp).
-template <class S, class Pow2>
-typename S::V exp_poly(typename S::V x, typename S::V (*round)(typename S::V), Pow2 pow2) {
+// e^x = 2^n · p(r): n = round(x·log2 e), r = x − n·ln 2 with ln 2 split in
+// two constants (Cody–Waite: r is exact), p a degree-6 polynomial in Horner
+// form fitted for relative error on |r| ≤ ln2/2 (1.8e-8 there, under float
+// rounding). Returns p and sets n; the paths build 2^n as their ISA allows.
+// Relative error ≤ 2.5 ulp where e^x ≥ FLT_MIN (tests/test_attention_cpu.cpp).
+template <class S>
+typename S::V exp_mantissa(typename S::V x, typename S::V (*round)(typename S::V), typename S::V& n) {
   using V = typename S::V;
-  x = S::max(S::set1(-88.0f), x);
-  x = S::min(S::set1(88.0f), x);
-  const V n = round(S::mul(x, S::set1(1.44269504088896341f)));
+  n = round(S::mul(x, S::set1(1.44269504088896341f)));
   V r = S::fmadd(n, S::set1(-0.693359375f), x);
   r = S::fmadd(n, S::set1(2.12194440e-4f), r);
-  V p = S::set1(1.9875691500e-4f);
-  p = S::fmadd(p, r, S::set1(1.3981999507e-3f));
-  p = S::fmadd(p, r, S::set1(8.3334519073e-3f));
-  p = S::fmadd(p, r, S::set1(4.1665795894e-2f));
-  p = S::fmadd(p, r, S::set1(1.6666665459e-1f));
-  p = S::fmadd(p, r, S::set1(5.0000001201e-1f));
-  p = S::fmadd(p, S::mul(r, r), S::add(r, S::set1(1.0f)));
-  return S::mul(p, pow2(n));
+  V p = S::set1(1.382942427881062e-3f);
+  p = S::fmadd(p, r, S::set1(8.3747748285532e-3f));
+  p = S::fmadd(p, r, S::set1(4.16683591902256e-2f));
+  p = S::fmadd(p, r, S::set1(1.666642129421234e-1f));
+  p = S::fmadd(p, r, S::set1(4.9999991059303284e-1f));
+  p = S::fmadd(p, r, S::set1(1.0f));
+  return S::fmadd(p, r, S::set1(1.0f));
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -107,11 +103,16 @@ struct Avx2 {
   static V max(V a, V b) { return _mm256_max_ps(a, b); }
   static V min(V a, V b) { return _mm256_min_ps(a, b); }
   static V round(V v) { return _mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static V exp(V v) {
-    return exp_poly<Avx2>(v, &Avx2::round, [](V n) {
-      const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-      return _mm256_castsi256_ps(bits);
-    });
+  // Inputs clamped to [−88, 88]: there n ≤ 127 stays a normal exponent, and
+  // n = −127 builds the exponent field 0, so scores far below the row maximum
+  // (masked keys are −inf) give exactly 0. NaN stays NaN: the clamps keep
+  // their second operand when either is NaN.
+  static V exp(V x) {
+    x = min(set1(88.0f), max(set1(-88.0f), x));
+    V n;
+    const V p = exp_mantissa<Avx2>(x, &Avx2::round, n);
+    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return mul(p, _mm256_castsi256_ps(bits));
   }
   static V keep_first(V v, int64_t n, T fill) {
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -167,11 +168,16 @@ struct Avx512 {
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
   static V min(V a, V b) { return _mm512_min_ps(a, b); }
   static V round(V v) { return _mm512_roundscale_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
-  static V exp(V v) {
-    return exp_poly<Avx512>(v, &Avx512::round, [](V n) {
-      const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-      return _mm512_castsi512_ps(bits);
-    });
+  // scalef builds p · 2^n in one instruction (overflow gives inf). Results
+  // below FLT_MIN (x < ln FLT_MIN, masked keys at −inf) are zeroed by the
+  // mask, which keeps NaN (unordered compares true) so that NaN stays NaN;
+  // the clamps only keep r finite for ±inf.
+  static V exp(V x) {
+    const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.33654f), _CMP_NLT_UQ);
+    x = min(set1(100.0f), max(set1(-88.0f), x));
+    V n;
+    const V p = exp_mantissa<Avx512>(x, &Avx512::round, n);
+    return _mm512_maskz_scalef_ps(normal, p, n);
   }
   static V keep_first(V v, int64_t n, T fill) {
     const __mmask16 keep = n >= W ? __mmask16(0xFFFF) : __mmask16((1u << (n > 0 ? n : 0)) - 1u);

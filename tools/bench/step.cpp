@@ -2,6 +2,7 @@
 #include "tools/bench/step.h"
 
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -75,12 +76,27 @@ double step_flops(const StepOptions& o, const std::string& model) {
 
 struct StepResult {
   std::string model;
-  double median_ms = 0, min_ms = 0, max_ms = 0, peak_mib = 0, gflop = 0;
+  double median_ms = 0, min_ms = 0, max_ms = 0, cpu_ms = 0, peak_mib = 0, gflop = 0;
   int64_t allocations = 0;
   std::vector<profiler::OpTime> ops;
   bool ok = false;
   std::string error;
 };
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// CPU time of every thread of this process: unlike wall time it does not grow
+// when other jobs share the cores, so before/after comparisons on a busy
+// machine use it (with OMP_WAIT_POLICY=passive, idle threads add nothing).
+double process_cpu_ms() {
+  timespec now{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+  return double(now.tv_sec) * 1e3 + double(now.tv_nsec) / 1e6;
+}
 
 }  // namespace
 
@@ -155,7 +171,7 @@ int run_step_child(const StepOptions& o) {
     optimizer.zero_grad();
   };
   for (int s = 0; s < o.warmup; ++s) step();
-  std::vector<double> times;
+  std::vector<double> times, cpu_times;
   int64_t allocations = 0;
   if (o.profile) {
     profiler::reset();
@@ -164,19 +180,18 @@ int run_step_child(const StepOptions& o) {
   for (int s = 0; s < o.steps; ++s) {
     const int64_t before = cpu_allocator_stats().system_allocations;
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = process_cpu_ms();
     step();
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    cpu_times.push_back(process_cpu_ms() - cpu_start);
     allocations = cpu_allocator_stats().system_allocations - before;
   }
   profiler::enable(false);
-  std::vector<double> sorted = times;
-  std::sort(sorted.begin(), sorted.end());
-  const double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                          : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
-  std::printf("%s %.4f %.4f %.4f %.2f %lld", model_name.c_str(), median, sorted.front(), sorted.back(),
-              double(usage.ru_maxrss) / 1024.0, static_cast<long long>(allocations));
+  std::printf("%s %.4f %.4f %.4f %.4f %.2f %lld", model_name.c_str(), median(times),
+              *std::min_element(times.begin(), times.end()), *std::max_element(times.begin(), times.end()),
+              median(cpu_times), double(usage.ru_maxrss) / 1024.0, static_cast<long long>(allocations));
   for (const profiler::OpTime& op : profiler::snapshot())
     std::printf(" %s %lld %.4f", op.op.c_str(), static_cast<long long>(op.calls), op.ms / o.steps);
   std::printf("\n");
@@ -203,7 +218,8 @@ StepResult measure_step(const StepOptions& o, const std::string& model, char** a
   std::string name;
   long long allocations = 0;
   if (!child.ok ||
-      !(in >> name >> result.median_ms >> result.min_ms >> result.max_ms >> result.peak_mib >> allocations)) {
+      !(in >> name >> result.median_ms >> result.min_ms >> result.max_ms >> result.cpu_ms >> result.peak_mib >>
+        allocations)) {
     result.error = child.ok ? "child failed" : child.error;
     return result;
   }
@@ -229,8 +245,8 @@ int run_step_bench(const StepOptions& o, char** argv, double peak_gflops) {
       std::printf(",\"error\":\"%s\"}\n", r.error.c_str());
     } else {
       const double gflops = r.gflop / (r.median_ms / 1e3);
-      std::printf(",\"median_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f,\"gflop\":%.3f,\"gflops\":%.2f", r.median_ms,
-                  r.min_ms, r.max_ms, r.gflop, gflops);
+      std::printf(",\"median_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f,\"cpu_ms\":%.3f,\"gflop\":%.3f,\"gflops\":%.2f",
+                  r.median_ms, r.min_ms, r.max_ms, r.cpu_ms, r.gflop, gflops);
       if (peak_gflops > 0) std::printf(",\"share_of_peak\":%.4f", gflops / peak_gflops);
       std::printf(",\"peak_rss_mib\":%.1f,\"system_allocations_per_step\":%lld", r.peak_mib, (long long)r.allocations);
       if (!r.ops.empty()) {
@@ -244,16 +260,16 @@ int run_step_bench(const StepOptions& o, char** argv, double peak_gflops) {
     std::fflush(stdout);
     results.push_back(r);
   }
-  std::printf("\n%-6s %10s %10s %10s %9s %8s %9s %12s\n", "model", "median ms", "min ms", "max ms", "GFLOP/s",
-              "% peak", "peak MiB", "allocs/step");
+  std::printf("\n%-6s %10s %10s %10s %10s %9s %8s %9s %12s\n", "model", "median ms", "min ms", "max ms", "CPU ms",
+              "GFLOP/s", "% peak", "peak MiB", "allocs/step");
   for (const StepResult& r : results) {
     if (!r.ok) {
       std::printf("%-6s error: %s\n", r.model.c_str(), r.error.c_str());
       continue;
     }
     const double gflops = r.gflop / (r.median_ms / 1e3);
-    std::printf("%-6s %10.1f %10.1f %10.1f %9.1f %7.1f%% %9.1f %12lld\n", r.model.c_str(), r.median_ms, r.min_ms,
-                r.max_ms, gflops, peak_gflops > 0 ? 100 * gflops / peak_gflops : 0.0, r.peak_mib,
+    std::printf("%-6s %10.1f %10.1f %10.1f %10.1f %9.1f %7.1f%% %9.1f %12lld\n", r.model.c_str(), r.median_ms,
+                r.min_ms, r.max_ms, r.cpu_ms, gflops, peak_gflops > 0 ? 100 * gflops / peak_gflops : 0.0, r.peak_mib,
                 (long long)r.allocations);
   }
   if (results.size() == 2 && results[0].ok && results[1].ok)
