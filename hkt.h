@@ -18,6 +18,7 @@
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/index.h"
+#include "ops/lerp.h"
 #include "ops/loss.h"
 #include "ops/mask.h"
 #include "ops/matmul.h"

@@ -5,6 +5,7 @@
 
 #include "ops/attention_reference.h"
 #include "ops/elementwise.h"
+#include "ops/lerp.h"
 #include "ops/multiscale_attention.h"
 #include "ops/shape.h"
 
@@ -81,7 +82,7 @@ Tensor HKTAttention::forward(const Tensor& x, const SequenceMask& mask) const {
       merge_heads(op(queries, keys, head_values, level_logits, mask.lengths_tensor, config_.stride, mask.causal));
   Tensor convolved = conv->forward(values);
   Tensor gates = channel_gates(gate_logit, config_.head_dim());
-  Tensor mixed = add(mul(attended, gates), mul(convolved, add(neg(gates), 1.0)));
+  Tensor mixed = lerp(convolved, attended, gates);  // β ⊙ attended + (1 − β) ⊙ convolved
   return o->forward(mixed);
 }
 

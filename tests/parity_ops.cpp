@@ -44,6 +44,15 @@ TEST_CASE("parity: binary ops with broadcasting") {
   check_parity("add scalar", [](const auto& x) { return add(mul(x[0], 3.0), -1.5); }, {random_tensor({4, 5}, 9)});
 }
 
+TEST_CASE("parity: lerp with a broadcast weight") {
+  HKT_PARITY_OR_SKIP();
+  const std::vector<std::pair<Shape, Shape>> shapes = {{{3, 5}, {3, 5}}, {{4, 33, 65}, {65}}, {{2, 7, 3}, {7, 1}}, {{6}, {}}};
+  uint64_t seed = 40;
+  for (const auto& [shape, weight_shape] : shapes)
+    check_parity("lerp", [](const auto& x) { return lerp(x[0], x[1], x[2]); },
+                 {random_tensor(shape, seed++), random_tensor(shape, seed++), random_tensor(weight_shape, seed++)});
+}
+
 TEST_CASE("parity: broadcast_to") {
   HKT_PARITY_OR_SKIP();
   check_parity("broadcast_to", [](const auto& x) { return broadcast_to(x[0], {2, 3, 5}); }, {random_tensor({3, 1}, 1)});

@@ -100,6 +100,33 @@ TEST_CASE("unary ops match std:: math and pass gradcheck") {
   }
 }
 
+TEST_CASE("lerp equals start + weight · (end − start) with a broadcast weight, and passes gradcheck") {
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{3, 5}, {3, 5}}, {{2, 3, 4}, {4}}, {{2, 3, 4}, {3, 1}}, {{5}, {}}, {{2, 1, 3}, {1, 1, 1}}, {{4, 70}, {70}}};
+  uint64_t seed = 60;
+  for (const auto& [shape, weight_shape] : cases) {
+    INFO(shape_str(shape) << " with weight " << shape_str(weight_shape));
+    Tensor start = random_tensor(shape, seed++), end = random_tensor(shape, seed++);
+    Tensor weight = random_tensor(weight_shape, seed++);
+    CHECK(max_abs_diff(lerp(start, end, weight), add(start, mul(weight, sub(end, start))).to_vector<double>()) < 1e-14);
+    gradcheck([](const std::vector<Tensor>& x) { return lerp(x[0], x[1], x[2]); }, {start, end, weight});
+  }
+  // Gradients only for the inputs that want them; the others stay undefined.
+  Tensor start = random_tensor({2, 3}, 1).requires_grad_(true), end = random_tensor({2, 3}, 2);
+  Tensor weight = random_tensor({3}, 3).requires_grad_(true);
+  lerp(start, end, weight).backward(Tensor::ones({2, 3}, DType::Float64));
+  CHECK(start.grad().defined());
+  CHECK(weight.grad().defined());
+  CHECK_FALSE(end.grad().defined());
+  CHECK(max_abs_diff(start.grad(), sub(Tensor::ones({2, 3}, DType::Float64), broadcast_to(weight, {2, 3})).to_vector<double>()) < 1e-15);
+
+  CHECK_THROWS_WITH(lerp(start, random_tensor({3, 2}, 4), weight),
+                    Catch::Contains("lerp: start [2, 3] and end [3, 2] differ"));
+  CHECK_THROWS_WITH(lerp(start, end, random_tensor({4, 2, 3}, 5)),
+                    Catch::Contains("lerp: weight [4, 2, 3] does not broadcast to start's shape [2, 3]"));
+  CHECK_THROWS_WITH(lerp(start, end, random_tensor({2}, 6)), Catch::Contains("cannot be broadcast"));
+}
+
 TEST_CASE("sigmoid does not overflow for large inputs") {
   Tensor x = Tensor::from_vector<float>({-1000.f, 1000.f, 0.f}, {3});
   auto y = sigmoid(x).to_vector<double>();

@@ -61,6 +61,8 @@ const std::vector<GradientCheck> kGradientChecks = {
     {"sqrt_backward", "test_elementwise.cpp", "sqrt("},
     {"pow", "test_elementwise.cpp", "pow("},
     {"pow_backward", "test_elementwise.cpp", "pow("},
+    {"lerp", "test_elementwise.cpp", "lerp("},
+    {"lerp_backward", "test_elementwise.cpp", "lerp("},
     {"sum", "test_reduce.cpp", "sum("},
     {"max", "test_reduce.cpp", "max("},
     {"max_backward", "test_reduce.cpp", "max("},
