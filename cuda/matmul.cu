@@ -19,17 +19,27 @@ int blas_int(int64_t value) {
   return static_cast<int>(value);
 }
 
-void gemm_cuda(const Tensor& a, const Tensor& b, Tensor& c, const GemmDims& d) {
+// c[row, col] = bias[col] for every row: the GEMM then adds its product (beta = 1).
+__global__ void bias_rows_kernel(const float* bias, float* c, int64_t n, int64_t total) {
+  HKT_CUDA_LOOP(i, total) c[i] = bias[i % n];
+}
+
+void gemm_cuda(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmDims& d) {
   const char* op = "gemm";
   require_float32(op, a);
   require_float32(op, b);
+  require_float32(op, bias);
   require_float32(op, c);
   if (c.numel() == 0) return;
   cudaStream_t s = stream_of(c);
-  if (d.k == 0 || d.batch == 0) {  // an empty sum
+  if (bias.defined()) {
+    const int64_t total = c.numel();
+    bias_rows_kernel<<<blocks_for(total), kThreads, 0, s>>>(ptr(bias), ptr(c), d.n, total);
+    check_launch(op);
+  } else if (d.k == 0 || d.batch == 0) {  // an empty sum
     check(cudaMemsetAsync(c.raw_data(), 0, c.nbytes(), s), op, "cudaMemsetAsync");
-    return;
   }
+  if (d.k == 0 || d.batch == 0) return;
   cublasHandle_t handle = cublas(c.device().index);
   const int m = blas_int(d.m), n = blas_int(d.n), k = blas_int(d.k);
   const int lda = d.trans_a ? m : k, ldb = d.trans_b ? k : n;
@@ -48,8 +58,8 @@ void gemm_cuda(const Tensor& a, const Tensor& b, Tensor& c, const GemmDims& d) {
             op, "cublasSgemm");
     return;
   }
-  check(cublasSgemmStridedBatched(handle, op_b, op_a, n, m, k, &one, pb, ldb, d.stride_b, pa, lda, d.stride_a, &zero,
-                                  pc, n, d.stride_c, blas_int(d.batch)),
+  check(cublasSgemmStridedBatched(handle, op_b, op_a, n, m, k, &one, pb, ldb, d.stride_b, pa, lda, d.stride_a,
+                                  bias.defined() ? &one : &zero, pc, n, d.stride_c, blas_int(d.batch)),
         op, "cublasSgemmStridedBatched");
 }
 

@@ -54,9 +54,13 @@ void depthwise_conv1d_cpu(const Tensor& x, const Tensor& weight, const Tensor& b
 
 // dX[b, t, c] = Σ_r W[c, r] · dY[b, m, c] over the taps r whose output m has
 // t = m·s + s − k + r: each input row gathers its terms (r ascending), so no
-// two threads write one element. dW[c, r] = Σ_{b,m} dY[b, m, c] · X[b, m·s + s − k + r, c]
-// and dbias[c] = Σ_{b,m} dY[b, m, c] are summed per tile of channels by one
-// thread, in (b, m) order: the result does not depend on the thread count.
+// two threads write one element.
+// dW[c, r] = Σ_{b,m} dY[b, m, c] · X[b, m·s + s − k + r, c] and dbias[c] =
+// Σ_{b,m} dY[b, m, c]: the (b, m) rows are cut into chunks of a fixed size,
+// each chunk sums its rows into its own [k + 1, C] partial (contiguous rows of
+// every channel at once: the loops vectorise and the partial stays in L1), and
+// the partials are added in chunk order. The result does not depend on the
+// thread count.
 void depthwise_conv1d_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& grad_out, int64_t stride,
                                    Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias) {
   visit_floating("depthwise_conv1d_backward", x.dtype(), [&](auto tag) {
@@ -85,32 +89,35 @@ void depthwise_conv1d_backward_cpu(const Tensor& x, const Tensor& weight, const 
     }
 
     if (!grad_weight.defined() && !grad_bias.defined()) return;
-    std::vector<T> dw_taps(static_cast<size_t>(k * C), T(0));  // [k, C], as weight_by_tap
-    std::vector<T> dbias(static_cast<size_t>(C), T(0));
-    constexpr int64_t tile = 16;
-    const int64_t tiles = (C + tile - 1) / tile;
+    constexpr int64_t kChunkRows = 256;
+    const int64_t rows = B * T_out, chunks = (rows + kChunkRows - 1) / kChunkRows, partial_size = (k + 1) * C;
+    std::vector<T> partials(static_cast<size_t>(chunks * partial_size), T(0));  // per chunk: dW as [k, C], then dbias
 #pragma omp parallel for if (parallel)
-    for (int64_t which = 0; which < tiles; ++which) {
-      const int64_t begin = which * tile, end = std::min(begin + tile, C);
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t m = 0; m < T_out; ++m) {
-          const T* dy = pg + (b * T_out + m) * C;
-          for (int64_t c = begin; c < end; ++c) dbias[c] += dy[c];
-          for (int64_t r = 0; r < k; ++r) {
-            const int64_t t = window_start(m, stride, k) + r;
-            if (t < 0 || t >= length) continue;
-            const T* x_row = px + (b * length + t) * C;
-            T* dw = dw_taps.data() + r * C;
-            for (int64_t c = begin; c < end; ++c) dw[c] += dy[c] * x_row[c];
-          }
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      T* dw_taps = partials.data() + chunk * partial_size;
+      T* dbias = dw_taps + k * C;
+      for (int64_t row = chunk * kChunkRows; row < std::min(rows, (chunk + 1) * kChunkRows); ++row) {
+        const int64_t b = row / T_out, m = row % T_out;
+        const T* dy = pg + row * C;
+        for (int64_t c = 0; c < C; ++c) dbias[c] += dy[c];
+        for (int64_t r = 0; r < k; ++r) {
+          const int64_t t = window_start(m, stride, k) + r;
+          if (t < 0 || t >= length) continue;
+          const T* x_row = px + (b * length + t) * C;
+          T* dw = dw_taps + r * C;
+          for (int64_t c = 0; c < C; ++c) dw[c] += dy[c] * x_row[c];
         }
+      }
     }
+    for (int64_t chunk = 1; chunk < chunks; ++chunk)
+      for (int64_t e = 0; e < partial_size; ++e) partials[e] += partials[chunk * partial_size + e];
     if (grad_weight.defined()) {
       T* pdw = static_cast<T*>(grad_weight.raw_data());
       for (int64_t c = 0; c < C; ++c)
-        for (int64_t r = 0; r < k; ++r) pdw[c * k + r] = dw_taps[r * C + c];
+        for (int64_t r = 0; r < k; ++r) pdw[c * k + r] = partials[r * C + c];
     }
-    if (grad_bias.defined()) std::copy(dbias.begin(), dbias.end(), static_cast<T*>(grad_bias.raw_data()));
+    if (grad_bias.defined())
+      std::copy(partials.begin() + k * C, partials.begin() + partial_size, static_cast<T*>(grad_bias.raw_data()));
   });
 }
 

@@ -16,7 +16,7 @@
 #include "ops/attention_cpu.h"
 #include "ops/blas.h"
 #include "ops/common.h"
-#include "ops/elementwise.h"
+#include "ops/reduce.h"
 #include "ops/shape.h"
 
 namespace hkt {
@@ -68,7 +68,8 @@ bool own_gemm_enabled() {
   return enabled;
 }
 
-void own_gemm(const float* pa, const float* pb, float* pc, GemmDims d, const attention_cpu::Path& path) {
+void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, GemmDims d,
+              const attention_cpu::Path& path) {
   // A weight's gradient, Σ_i a[i]ᵀ b[i] over contiguous batch items, is one
   // product whose depth runs through the whole batch: rows of C split over
   // threads instead of a sequential loop over items of M = d rows each.
@@ -92,10 +93,12 @@ void own_gemm(const float* pa, const float* pb, float* pc, GemmDims d, const att
     const float* rows_b = d.trans_b ? packed.data() : b;
     const float* a = pa + i * d.stride_a;
     float* c = pc + i * d.stride_c;
-    const bool accumulate = d.stride_c == 0 && i > 0;
+    const bool accumulate = (d.stride_c == 0 && i > 0) || bias;
 #pragma omp parallel for schedule(static) if (m * n * k > 8 * HKT_OMP_MIN_WORK && blocks > 1)
     for (int64_t block = 0; block < blocks; ++block) {
       const int64_t m0 = block * kRows, rows = std::min(kRows, m - m0);
+      if (bias)
+        for (int64_t row = m0; row < m0 + rows; ++row) std::copy(bias, bias + n, c + row * n);
       path.gemm(rows, n, k, a + m0 * a_row, a_row, a_col, rows_b, n, c + m0 * n, n, 1.0f, accumulate);
     }
   }
@@ -105,27 +108,32 @@ void own_gemm(const float* pa, const float* pb, float* pc, GemmDims d, const att
 
 // Batch items run one after another: each BLAS call is already multithreaded,
 // and summing into a shared c (beta = 1 after the first item) stays in a fixed order.
-void gemm_cpu(const Tensor& a, const Tensor& b, Tensor& c, const GemmDims& d) {
+void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmDims& d) {
   visit_floating("gemm", c.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* pc = static_cast<T*>(c.raw_data());
+    const T* pbias = bias.defined() ? static_cast<const T*>(bias.raw_data()) : nullptr;
     if (c.numel() == 0) return;
     if (d.k == 0 || d.batch == 0) {  // an empty sum; BLAS may leave c untouched
-      std::fill(pc, pc + c.numel(), T(0));
+      for (int64_t row = 0; row < c.numel() / d.n; ++row)
+        for (int64_t col = 0; col < d.n; ++col) pc[row * d.n + col] = pbias ? pbias[col] : T(0);
       return;
     }
     if constexpr (std::is_same_v<T, float>) {
       const attention_cpu::Path& path = attention_cpu::widest_path();
       if (path.width > 1 && d.n % path.width == 0 && own_gemm_enabled())
-        return own_gemm(static_cast<const float*>(a.raw_data()), static_cast<const float*>(b.raw_data()), pc, d, path);
+        return own_gemm(static_cast<const float*>(a.raw_data()), static_cast<const float*>(b.raw_data()), pbias, pc,
+                        d, path);
     }
     const T* pa = static_cast<const T*>(a.raw_data());
     const T* pb = static_cast<const T*>(b.raw_data());
     const int m = blas_int(d.m), n = blas_int(d.n), k = blas_int(d.k);
     // Row-major storage: a is [M, K] or, transposed, [K, M]; b is [K, N] or [N, K].
     const int lda = d.trans_a ? m : k, ldb = d.trans_b ? k : n;
+    if (pbias)  // BLAS adds to c with beta = 1
+      for (int64_t row = 0; row < d.batch * d.m; ++row) std::copy(pbias, pbias + d.n, pc + row * d.n);
     for (int64_t i = 0; i < d.batch; ++i) {
-      const T beta = d.stride_c == 0 && i > 0 ? T(1) : T(0);
+      const T beta = (d.stride_c == 0 && i > 0) || pbias ? T(1) : T(0);
       blas_gemm(d.trans_a ? CblasTrans : CblasNoTrans, d.trans_b ? CblasTrans : CblasNoTrans, m, n, k,
                 pa + i * d.stride_a, lda, pb + i * d.stride_b, ldb, beta, pc + i * d.stride_c, n);
     }
@@ -158,8 +166,9 @@ void check_gemm_args(const char* op, const Tensor& a, const Tensor& b, bool ta, 
 }
 
 // Not recorded: the forward of gemm and the GEMMs of its backward. Arguments
-// are valid; with sum_batch both operands are batched and the result is [M, N].
-Tensor gemm_compute(const Tensor& a, const Tensor& b, bool ta, bool tb, bool sum_batch) {
+// are valid; with sum_batch both operands are batched and the result is [M, N]
+// (and bias is undefined).
+Tensor gemm_compute(const Tensor& a, const Tensor& b, bool ta, bool tb, bool sum_batch, const Tensor& bias = Tensor()) {
   const Shape batch_shape = a.dim() > 2 ? batch_dims(a) : batch_dims(b);
   const int64_t batch = shape_numel(batch_shape);
   const int64_t rows_a = a.size(-2), cols_a = a.size(-1), rows_b = b.size(-2), cols_b = b.size(-1);
@@ -187,24 +196,32 @@ Tensor gemm_compute(const Tensor& a, const Tensor& b, bool ta, bool tb, bool sum
   out_shape.push_back(ta ? cols_a : rows_a);
   out_shape.push_back(tb ? rows_b : cols_b);
   Tensor c = Tensor::empty(out_shape, a.dtype(), a.device());
-  dispatch::kernel<GemmKernel>(kernels::gemm, a.device())(a, b, c, d);
+  dispatch::kernel<GemmKernel>(kernels::gemm, a.device())(a, b, bias, c, d);
   return c;
 }
 
-Tensor gemm_op(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb) {
+// bias (linear's, [N] or undefined) is added to every row of the product.
+Tensor gemm_op(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb, const Tensor& bias = Tensor()) {
   check_gemm_args(op, a, b, ta, tb);
-  Tensor out = gemm_compute(a, b, ta, tb, /*sum_batch=*/false);
+  Tensor out = gemm_compute(a, b, ta, tb, /*sum_batch=*/false, bias);
   // For C = op(A) op(B) and G = dL/dC:  dL/dop(A) = G op(B)ᵀ,  dL/dop(B) = op(A)ᵀ G,
   // so dA = G op(B)ᵀ or, when A enters transposed, op(B) Gᵀ; dB = op(A)ᵀ G or Gᵀ op(A).
   // A 2-D operand shared over the batch gets the sum over batch items.
-  record(op, {a, b}, out,
-         [a = a.detach(), b = b.detach(), ta, tb, ra = a.requires_grad(),
-          rb = b.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
+  // An undefined bias is no input of the graph node (the graph walk reads every input).
+  const bool has_bias = bias.defined();
+  std::vector<Tensor> inputs = {a, b};
+  if (has_bias) inputs.push_back(bias);
+  record(op, inputs, out,
+         [a = a.detach(), b = b.detach(), ta, tb, has_bias, bias_shape = has_bias ? bias.shape() : Shape{},
+          ra = a.requires_grad(), rb = b.requires_grad(),
+          rbias = has_bias && bias.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
            const bool a_shared = a.dim() == 2 && b.dim() > 2, b_shared = b.dim() == 2 && a.dim() > 2;
            Tensor ga, gb;
            if (ra) ga = ta ? gemm_compute(b, g, tb, true, a_shared) : gemm_compute(g, b, false, !tb, a_shared);
            if (rb) gb = tb ? gemm_compute(g, a, true, ta, b_shared) : gemm_compute(a, g, !ta, false, b_shared);
-           return {ga, gb};
+           std::vector<Tensor> grads = {ga, gb};
+           if (has_bias) grads.push_back(rbias ? sum_to(g, bias_shape) : Tensor());
+           return grads;
          });
   return out;
 }
@@ -232,8 +249,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Shape out_shape = x.shape();
   out_shape.back() = weight.size(0);
   const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
-  Tensor y = reshape(gemm_op("linear", reshape(x, {rows, x.size(-1)}), weight, false, true), out_shape);
-  return bias.defined() ? add(y, bias) : y;
+  return reshape(gemm_op("linear", reshape(x, {rows, x.size(-1)}), weight, false, true, bias), out_shape);
 }
 
 }  // namespace hkt

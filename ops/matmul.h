@@ -37,8 +37,10 @@ namespace kernels {  // the names they register under, declared once (ops/, cuda
 inline constexpr const char* gemm = "gemm";
 }  // namespace kernels
 
-// c[i] = op(a[i]) · op(b[i]) for i < dims.batch; with dims.stride_c == 0,
-// c = Σ_i op(a[i]) · op(b[i]).
-using GemmKernel = void(const Tensor& a, const Tensor& b, Tensor& c, const GemmDims& dims);
+// c[i] = op(a[i]) · op(b[i]) (+ bias on every row) for i < dims.batch; with
+// dims.stride_c == 0, c = Σ_i op(a[i]) · op(b[i]) and bias is undefined. bias,
+// when defined, is [N]: linear's bias, added where c is written (the CPU
+// kernel adds it to each block of rows while the block is in cache).
+using GemmKernel = void(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmDims& dims);
 
 }  // namespace hkt

@@ -68,28 +68,31 @@ TEST_CASE("gemm matches a triple-loop reference for every transpose and batch la
 }
 
 TEST_CASE("linear is x Wᵀ + b over any leading dims") {
-  for (DType dtype : {DType::Float32, DType::Float64}) {
-    const double tolerance = dtype == DType::Float32 ? 1e-4 : 1e-12;
-    for (Shape x_shape : {Shape{7}, Shape{4, 7}, Shape{2, 3, 7}, Shape{1, 1, 7}}) {
-      INFO(dtype_name(dtype) << " x " << shape_str(x_shape));
-      Tensor x = random_tensor(x_shape, 3, dtype), w = random_tensor({5, 7}, 4, dtype),
-             bias = random_tensor({5}, 5, dtype);
-      Tensor y = linear(x, w, bias);
-      Shape out_shape = x_shape;
-      out_shape.back() = 5;
-      REQUIRE(y.shape() == out_shape);
-      auto vx = x.to_vector<double>(), vw = w.to_vector<double>(), vb = bias.to_vector<double>();
-      std::vector<double> expected;
-      for (int64_t row = 0; row < x.numel() / 7; ++row)
-        for (int64_t o = 0; o < 5; ++o) {
-          double total = vb[o];
-          for (int64_t i = 0; i < 7; ++i) total += vx[row * 7 + i] * vw[o * 7 + i];
-          expected.push_back(total);
-        }
-      CHECK(max_abs_diff(y, expected) < tolerance);
-      CHECK(max_abs_diff(linear(x, w), sub(y, bias)) < tolerance);
+  // out = 5 runs on BLAS; out = 32 (a multiple of the vector width) on the
+  // own micro-kernel in float32, which adds the bias to each block of rows.
+  for (auto [in, out] : {std::pair<int64_t, int64_t>{7, 5}, {64, 32}})
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+      const double tolerance = dtype == DType::Float32 ? 1e-4 : 1e-12;
+      for (Shape x_shape : {Shape{in}, Shape{4, in}, Shape{2, 3, in}, Shape{1, 1, in}, Shape{2, 61, in}}) {
+        INFO(dtype_name(dtype) << " x " << shape_str(x_shape) << ", " << out << " outputs");
+        Tensor x = random_tensor(x_shape, 3, dtype), w = random_tensor({out, in}, 4, dtype),
+               bias = random_tensor({out}, 5, dtype);
+        Tensor y = linear(x, w, bias);
+        Shape out_shape = x_shape;
+        out_shape.back() = out;
+        REQUIRE(y.shape() == out_shape);
+        auto vx = x.to_vector<double>(), vw = w.to_vector<double>(), vb = bias.to_vector<double>();
+        std::vector<double> expected;
+        for (int64_t row = 0; row < x.numel() / in; ++row)
+          for (int64_t o = 0; o < out; ++o) {
+            double total = vb[o];
+            for (int64_t i = 0; i < in; ++i) total += vx[row * in + i] * vw[o * in + i];
+            expected.push_back(total);
+          }
+        CHECK(max_abs_diff(y, expected) < tolerance);
+        CHECK(max_abs_diff(linear(x, w), sub(y, bias)) < tolerance);
+      }
     }
-  }
 }
 
 TEST_CASE("gemm with an empty inner dimension gives zeros") {
