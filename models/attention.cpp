@@ -30,6 +30,12 @@ Tensor split_heads(const Tensor& x, int64_t heads) {
   return permute(reshape(x, {batch, length, heads, width / heads}), {0, 2, 1, 3});
 }
 
+Tensor view_heads(const Tensor& x, int64_t heads) {
+  return reshape(x, {x.size(0), x.size(1), heads, x.size(2) / heads});
+}
+
+Tensor unview_heads(const Tensor& x) { return reshape(x, {x.size(0), x.size(1), x.size(2) * x.size(3)}); }
+
 Tensor merge_heads(const Tensor& x) {
   const int64_t batch = x.size(0), heads = x.size(1), length = x.size(2), head_dim = x.size(3);
   return reshape(permute(x, {0, 2, 1, 3}), {batch, length, heads * head_dim});

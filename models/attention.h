@@ -25,9 +25,12 @@ struct SequenceMask {
                             bool fused = true);
 };
 
-// [B, T, d] ↔ [B, H, T, dh]
+// [B, T, d] ↔ [B, H, T, dh] (a permute copy each way): the composed reference path.
 Tensor split_heads(const Tensor& x, int64_t heads);
 Tensor merge_heads(const Tensor& x);
+// [B, T, d] ↔ [B, T, H, dh] (HeadLayout::BTHD, reshapes, no copy): the fused ops.
+Tensor view_heads(const Tensor& x, int64_t heads);
+Tensor unview_heads(const Tensor& x);
 
 class Attention : public Module {
  public:

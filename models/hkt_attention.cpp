@@ -71,15 +71,19 @@ Tensor HKTAttention::forward(const Tensor& x, const SequenceMask& mask) const {
   // x: [B, T, d]. SPEC section 3 for the attention, section 4 for the hybrid head.
   std::vector<Tensor> inputs = level_inputs(x, mask);
   Tensor values = v->forward(inputs[0]);  // V from level 0 only, [B, T, d]
-  Tensor head_values = split_heads(values, config_.n_heads);
-  std::vector<Tensor> queries, keys;  // per level, [B, H, T_l, dh]
+  // Per level, [B, T_l, H, dh] for the fused op (views, no copy), [B, H, T_l, dh] for the reference.
+  const int64_t heads = config_.n_heads;
+  auto to_heads = [&](const Tensor& t) { return mask.fused ? view_heads(t, heads) : split_heads(t, heads); };
+  std::vector<Tensor> queries, keys;
   for (int64_t l = 0; l < config_.levels; ++l) {
-    queries.push_back(split_heads(levels[l]->q->forward(inputs[l]), config_.n_heads));
-    keys.push_back(split_heads(levels[l]->k->forward(inputs[l]), config_.n_heads));
+    queries.push_back(to_heads(levels[l]->q->forward(inputs[l])));
+    keys.push_back(to_heads(levels[l]->k->forward(inputs[l])));
   }
-  auto* op = mask.fused ? &multiscale_attention : &multiscale_attention_reference;
   Tensor attended =
-      merge_heads(op(queries, keys, head_values, level_logits, mask.lengths_tensor, config_.stride, mask.causal));
+      mask.fused ? unview_heads(multiscale_attention(queries, keys, to_heads(values), level_logits, mask.lengths_tensor,
+                                                     config_.stride, mask.causal, HeadLayout::BTHD))
+                 : merge_heads(multiscale_attention_reference(queries, keys, to_heads(values), level_logits,
+                                                              mask.lengths_tensor, config_.stride, mask.causal));
   Tensor convolved = conv->forward(values);
   Tensor gates = channel_gates(gate_logit, config_.head_dim());
   Tensor mixed = lerp(convolved, attended, gates);  // β ⊙ attended + (1 − β) ⊙ convolved

@@ -13,13 +13,16 @@ MHAAttention::MHAAttention(const ModelConfig& config, Generator& generator) : he
 }
 
 Tensor MHAAttention::forward(const Tensor& x, const SequenceMask& mask) const {
-  // x: [B, T, d]; q, k, v: [B, H, T, dh]; scores: [B, H, T, T]
+  // x: [B, T, d]. The fused op reads the projections as [B, T, H, dh] in
+  // place; the reference materialises [B, H, T, T] scores from [B, H, T, dh].
+  if (mask.fused)
+    return o->forward(unview_heads(attention(view_heads(q->forward(x), heads_), view_heads(k->forward(x), heads_),
+                                             view_heads(v->forward(x), heads_), mask.lengths_tensor, mask.causal,
+                                             HeadLayout::BTHD)));
   Tensor queries = split_heads(q->forward(x), heads_);
   Tensor keys = split_heads(k->forward(x), heads_);
   Tensor values = split_heads(v->forward(x), heads_);
-  Tensor attended = mask.fused ? attention(queries, keys, values, mask.lengths_tensor, mask.causal)
-                               : attention_reference(queries, keys, values, mask.lengths_tensor, mask.causal);
-  return o->forward(merge_heads(attended));
+  return o->forward(merge_heads(attention_reference(queries, keys, values, mask.lengths_tensor, mask.causal)));
 }
 
 }  // namespace hkt::models

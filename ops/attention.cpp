@@ -15,6 +15,7 @@
 #include "ops/attention_cpu.h"
 #include "ops/attention_tiles.h"
 #include "ops/common.h"
+#include "ops/shape.h"
 
 namespace hkt {
 
@@ -53,9 +54,12 @@ attention_cpu::Problem cpu_problem(const AttentionDims& dims, const Tensor& leng
   p.causal = dims.causal;
   p.tile = dims.tile;
   p.lengths = lengths.data<int64_t>();
+  p.heads_interleaved = dims.heads_interleaved;
   p.parallel = dims.batch * dims.heads * dims.length * dims.length * dims.head_dim > HKT_OMP_MIN_WORK;
   return p;
 }
+
+Tensor swap_heads_and_time(const Tensor& t) { return permute(t, {0, 2, 1, 3}); }
 
 void check_tile(const char* op, int64_t tile) {
   check(tile == 8 || tile == 16 || tile == 32 || tile == 64, op, ": tile ", tile, " is not one of 8, 16, 32, 64");
@@ -126,7 +130,8 @@ HKT_REGISTER_KERNEL("attention_backward", DeviceType::CPU, attention_backward_cp
 
 // ---- op -------------------------------------------------------------------
 
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths, bool causal) {
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths, bool causal,
+                 HeadLayout layout) {
   const char* op = "attention";
   check_floating(op, q);
   check_floating(op, k);
@@ -135,10 +140,15 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   const std::string shapes =
       "q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape());
   check(q.dim() == 4 && q.shape() == k.shape() && q.shape() == v.shape(), op, ": ", shapes,
-        ": expected q, k and v of one shape [B, H, T, dh]");
+        ": expected q, k and v of one shape ", attention_tiles::layout_str(layout));
   check(q.numel() > 0, op, ": ", shapes, ": empty tensors");
+  if (layout == HeadLayout::BTHD && q.device().type != DeviceType::CPU) {
+    using attention_tiles::swap_heads_and_time;
+    return swap_heads_and_time(
+        attention(swap_heads_and_time(q), swap_heads_and_time(k), swap_heads_and_time(v), lengths, causal));
+  }
   AttentionDims dims;
-  attention_tiles::fill_dims(dims, q, causal);
+  attention_tiles::fill_dims(dims, q, causal, layout);
   Tensor valid = attention_tiles::checked_lengths(op, lengths, dims.batch, dims.length, q.device());
 
   Tensor out = Tensor::empty(q.shape(), q.dtype(), q.device());

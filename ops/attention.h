@@ -8,21 +8,33 @@
 
 namespace hkt {
 
+// Where the heads are in q, k, v, the output and their gradients: BHTD is
+// [B, H, T, dh] (PyTorch's scaled_dot_product_attention), BTHD is
+// [B, T, H, dh] (FlashAttention's): a linear layer's [B, T, d] output
+// reshaped, so a model passes its projections in and takes the output out
+// with no permute copy either way.
+enum class HeadLayout { BHTD, BTHD };
+
 // out = softmax(q kᵀ / sqrt(dh) + mask) v, per batch item and head.
-// q, k, v: [B, H, T, dh] (float32/float64, same dtype and device); lengths: [B]
+// q, k, v: [B, H, T, dh] (or [B, T, H, dh] with HeadLayout::BTHD;
+// float32/float64, same dtype and device); lengths: [B]
 // int32/int64, 1 ≤ lengths[b] ≤ T, the valid keys of example b: keys
 // j ≥ lengths[b] are masked, and with `causal` so are keys j > i. Query rows
 // at padded positions still attend to the valid keys, as the composed
-// masked_fill + softmax does. Output [B, H, T, dh]; differentiable in q, k, v.
-Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths, bool causal);
+// masked_fill + softmax does. Output in q's layout; differentiable in q, k, v.
+Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths, bool causal,
+                 HeadLayout layout = HeadLayout::BHTD);
 
 // The kernels' problem, shared with CUDA kernels registered under the same
 // names ("attention", "attention_backward", "multiscale_attention", ...).
 // `tile` is the CPU kernels' tile edge (queries × keys), attention_cpu_tile().
+// heads_interleaved (HeadLayout::BTHD) reaches the CPU kernels only: for
+// other devices the ops permute to [B, H, T, dh] and back.
 struct AttentionDims {
   int64_t batch = 0, heads = 0, length = 0, head_dim = 0;
   bool causal = false;
   int64_t tile = 64;
+  bool heads_interleaved = false;
 };
 
 // The tile edge the CPU kernels of both fused ops use: 64 unless set. One of

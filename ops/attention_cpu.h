@@ -15,11 +15,20 @@
 
 namespace hkt::attention_cpu {
 
-// One (batch, head) is head_index = b · heads + h; every [B, H, rows, dh]
-// tensor is contiguous, so its rows for a head start at head_index · rows · dh.
+// One (batch, head) is head_index = b · heads + h. The query, key, value,
+// output and gradient tensors are contiguous [B, H, rows, dh], or with
+// heads_interleaved [B, rows, H, dh] (FlashAttention's layout: a linear
+// layer's output reshaped, so the op needs no permute copies); head_offset
+// and row_stride locate a head's rows in either. log_sum_exp is [B, H, T].
 struct Problem {
   int64_t batch = 0, heads = 0, length = 0, head_dim = 0;
   bool causal = false;
+  bool heads_interleaved = false;
+  int64_t head_offset(int64_t head_index, int64_t rows) const {
+    if (!heads_interleaved) return head_index * rows * head_dim;
+    return ((head_index / heads) * rows * heads + head_index % heads) * head_dim;
+  }
+  int64_t row_stride() const { return heads_interleaved ? heads * head_dim : head_dim; }
   int64_t tile = 64;                 // query and key rows per tile, ≤ 64
   const int64_t* lengths = nullptr;  // [batch], valid keys per example, in [1, length]
   bool parallel = true;              // false: one thread (small problems)

@@ -102,7 +102,8 @@ template <class S>
 struct Workspace {
   using T = typename S::T;
   const Problem& p;
-  const int64_t dh, np, ld;  // head width; tile columns padded to W; coarse row stride (np + W: the permutes read 2W)
+  const int64_t dh, rs, np, ld;  // head width; the tensors' row stride (Problem::row_stride); tile columns
+                                 // padded to W; coarse row stride (np + W: the permutes read 2W)
   Buffer<T> values_t, product, coarse, combined, scores, grads, acc, pooled, level_grad, row_max, row_sum, delta;
   KeyTileStore<T> own_keys;  // the backward's current key tile
   KeyTile<T> keys;
@@ -115,6 +116,7 @@ struct Workspace {
   explicit Workspace(const Problem& problem, bool backward)
       : p(problem),
         dh(problem.head_dim),
+        rs(problem.row_stride()),
         np(round_up(problem.tile, S::W)),
         ld(np + S::W),
         values_t(backward ? problem.head_dim * np : 0),
@@ -153,11 +155,11 @@ struct Workspace {
 
   void bind_head(const ForwardArgs<T>& args, int64_t head_index) {
     for (int64_t l = 0; l < p.levels; ++l) {
-      q.data[l] = args.queries[l] + head_index * p.level_rows[l] * dh;
-      k.data[l] = args.keys[l] + head_index * p.level_rows[l] * dh;
+      q.data[l] = args.queries[l] + p.head_offset(head_index, p.level_rows[l]);
+      k.data[l] = args.keys[l] + p.head_offset(head_index, p.level_rows[l]);
       weight.data[l] = args.level_weights ? args.level_weights[(head_index % p.heads) * p.levels + l] : T(1);
     }
-    v = args.values + head_index * p.length * dh;
+    v = args.values + p.head_offset(head_index, p.length);
     valid = p.lengths[head_index / p.heads];
   }
 };
@@ -174,12 +176,12 @@ struct QueryMaps {
   }
 };
 
-// out[d · ld + c] = rows[c · dh + d] for c < count, 0 for count ≤ c < ld.
+// out[d · ld + c] = rows[c · stride + d] for c < count, 0 for count ≤ c < ld.
 template <class T>
-void pack_transposed(const T* rows, int64_t count, int64_t dh, int64_t ld, T* out) {
+void pack_transposed(const T* rows, int64_t count, int64_t dh, int64_t stride, int64_t ld, T* out) {
   for (int64_t d = 0; d < dh; ++d) {
     T* line = out + d * ld;
-    for (int64_t c = 0; c < count; ++c) line[c] = rows[c * dh + d];
+    for (int64_t c = 0; c < count; ++c) line[c] = rows[c * stride + d];
     std::fill(line + count, line + ld, T(0));
   }
 }
@@ -192,14 +194,14 @@ void pack_transposed(const T* rows, int64_t count, int64_t dh, int64_t ld, T* ou
 template <class S>
 void load_keys(const Problem& p, const typename S::T* const* keys, int64_t np, int64_t j0, int64_t j1,
                const KeyTile<typename S::T>& out) {
-  const int64_t dh = p.head_dim;
+  const int64_t dh = p.head_dim, rs = p.row_stride();
   for (int64_t l = 0; l < p.levels; ++l) {
     KeyGeometry& t = out.geometry[l];
     const int64_t block = p.level_block[l];
     t.col0 = j0 / block;
     t.cols = (j1 - 1) / block - t.col0 + 1;
     t.padded = round_up(t.cols, S::W);
-    pack_transposed(keys[l] + t.col0 * dh, t.cols, dh, np, out.keys_t + l * dh * np);
+    pack_transposed(keys[l] + t.col0 * rs, t.cols, dh, rs, np, out.keys_t + l * dh * np);
     if (l == 0) continue;
     int32_t* column = out.column + l * np;
     for (int64_t c = 0; c < np; ++c) column[c] = static_cast<int32_t>(std::min((j0 + c) / block - t.col0, t.cols - 1));
@@ -223,9 +225,9 @@ template <class S>
 void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) {
   using T = typename S::T;
   const Problem& p = w.p;
-  const int64_t rows = i1 - i0, np = w.np, dh = w.dh;
+  const int64_t rows = i1 - i0, np = w.np, dh = w.dh, rs = w.rs;
   w.query_rows.data[0] = {i0, rows};
-  gemm<S>(rows, np, dh, {w.q.data[0] + i0 * dh, dh, 1}, w.level_keys(0), np, w.scores.data, np,
+  gemm<S>(rows, np, dh, {w.q.data[0] + i0 * rs, rs, 1}, w.level_keys(0), np, w.scores.data, np,
           scale * w.weight.data[0], false);
   for (int64_t l = 1; l < p.levels; ++l) {
     const KeyGeometry& t = w.keys.geometry[l];
@@ -234,7 +236,7 @@ void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) 
     g.rows = w.query_index(l, i1 - 1) - g.row0 + 1;
     if (g.rows <= 0) continue;
     T* coarse = w.level_coarse(l);
-    gemm<S>(g.rows, t.padded, dh, {w.q.data[l] + g.row0 * dh, dh, 1}, w.level_keys(l), np, coarse, w.ld, scale,
+    gemm<S>(g.rows, t.padded, dh, {w.q.data[l] + g.row0 * rs, rs, 1}, w.level_keys(l), np, coarse, w.ld, scale,
             false);
     if (p.causal)  // term l is allowed only where coarse key ≤ coarse query
       for (int64_t a = 0; a < g.rows; ++a) {
@@ -330,12 +332,12 @@ void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, const
       }
       w.row_sum.data[r] += S::reduce_add(total);
     }
-    gemm<S>(rows, dh, j1 - j0, {w.scores.data, np, 1}, w.v + j0 * dh, dh, w.acc.data, dh, T(1), true);
+    gemm<S>(rows, dh, j1 - j0, {w.scores.data, np, 1}, w.v + j0 * w.rs, w.rs, w.acc.data, dh, T(1), true);
   }
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = i0 + r;
     const V inverse = S::set1(T(1) / w.row_sum.data[r]);
-    T* out = args.out + (head_index * p.length + i) * dh;
+    T* out = args.out + p.head_offset(head_index, p.length) + i * w.rs;
     for (int64_t d = 0; d < dh; d += S::W) S::store(out + d, S::mul(inverse, S::load(w.acc.data + r * dh + d)));
     args.log_sum_exp[head_index * p.length + i] = w.row_max.data[r] + std::log(w.row_sum.data[r]);
   }
@@ -377,6 +379,8 @@ struct GradientTargets {
   T** keys;     // [levels]; keys[0] and values: rows owned by this task's key tiles
   T* values;
   double* level_weights;  // [levels], this task's share of dL/dλ (unused for MHA)
+  int64_t stride;         // row stride of keys[0] and values (the gradient tensors' Problem::row_stride)
+  int64_t shared_stride;  // of queries[l] and keys[l ≥ 1]: the tensors' with one key chunk, dh in a chunk's buffer
 };
 
 // Pools dS of the tile onto level l's coarse tile: P_l[a, b] = Σ dS[i, j] over
@@ -452,15 +456,17 @@ void level_query_gradient(Workspace<S>& w, const GradientTargets<typename S::T>&
   const int64_t dh = w.dh;
   const T scale = T(1) / std::sqrt(T(dh));
   T* product = w.product.data;
-  gemm<S>(rows, dh, cols, {pooled, w.np, 1}, keys, dh, product, dh, T(1), false);
-  const T* queries = w.q.data[l] + row0 * dh;
-  T* grad = g.queries[l] + row0 * dh;
+  gemm<S>(rows, dh, cols, {pooled, w.np, 1}, keys, w.rs, product, dh, T(1), false);
   auto total = S::zero();
   const auto alpha = S::set1(scale * w.weight.data[l]);
-  for (int64_t e = 0; e < rows * dh; e += S::W) {
-    const auto x = S::load(product + e);
-    total = S::fmadd(S::load(queries + e), x, total);
-    S::store(grad + e, S::fmadd(alpha, x, S::load(grad + e)));
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* queries = w.q.data[l] + (row0 + r) * w.rs;
+    T* grad = g.queries[l] + (row0 + r) * g.shared_stride;
+    for (int64_t d = 0; d < dh; d += S::W) {
+      const auto x = S::load(product + r * dh + d);
+      total = S::fmadd(S::load(queries + d), x, total);
+      S::store(grad + d, S::fmadd(alpha, x, S::load(grad + d)));
+    }
   }
   g.level_weights[l] += double(scale) * double(S::reduce_add(total));
 }
@@ -471,13 +477,14 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   using T = typename S::T;
   using V = typename S::V;
   const Problem& p = w.p;
-  const int64_t dh = w.dh, np = w.np, i1 = std::min(p.length, i0 + p.tile), rows = i1 - i0, kc = j1 - j0;
+  const int64_t dh = w.dh, rs = w.rs, np = w.np, i1 = std::min(p.length, i0 + p.tile), rows = i1 - i0, kc = j1 - j0;
+  const int64_t gs = g.shared_stride;
   const T scale = T(1) / std::sqrt(T(dh));
   const bool multiscale = args.forward.level_weights != nullptr;
-  const T* grad_out = args.grad_out + head_index * p.length * dh;
+  const T* grad_out = args.grad_out + p.head_offset(head_index, p.length);
   const T* lse = args.forward.log_sum_exp + head_index * p.length;
   fused_scores(w, i0, i1, scale);
-  gemm<S>(rows, np, dh, {grad_out + i0 * dh, dh, 1}, w.values_t.data, np, w.grads.data, np, T(1), false);
+  gemm<S>(rows, np, dh, {grad_out + i0 * rs, rs, 1}, w.values_t.data, np, w.grads.data, np, T(1), false);
   // scores → P = exp(S − lse), 0 at masked keys; grads: dP → dS = P ⊙ (dP − D).
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = i0 + r;
@@ -493,25 +500,27 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
       S::store(ds + c, S::mul(prob, S::sub(S::load(ds + c), delta)));
     }
   }
-  gemm<S>(kc, dh, rows, {w.scores.data, 1, np}, grad_out + i0 * dh, dh, g.values + j0 * dh, dh, T(1), true);
+  gemm<S>(kc, dh, rows, {w.scores.data, 1, np}, grad_out + i0 * rs, rs, g.values + j0 * g.stride, g.stride, T(1),
+          true);
   const T fine_alpha = scale * w.weight.data[0];
-  gemm<S>(kc, dh, rows, {w.grads.data, 1, np}, w.q.data[0] + i0 * dh, dh, g.keys[0] + j0 * dh, dh, fine_alpha, true);
+  gemm<S>(kc, dh, rows, {w.grads.data, 1, np}, w.q.data[0] + i0 * rs, rs, g.keys[0] + j0 * g.stride, g.stride,
+          fine_alpha, true);
   if (!multiscale) {
-    gemm<S>(rows, dh, kc, {w.grads.data, np, 1}, w.k.data[0] + j0 * dh, dh, g.queries[0] + i0 * dh, dh, fine_alpha,
+    gemm<S>(rows, dh, kc, {w.grads.data, np, 1}, w.k.data[0] + j0 * rs, rs, g.queries[0] + i0 * gs, gs, fine_alpha,
             true);
     return;
   }
   // dλ_l = Σ P_l ⊙ C_l = Σ_a q_l[a] · (P_l k_l)[a] / √dh: the product that dq_l
   // needs anyway gives dλ_l for rows × dh work, with no score tile kept.
-  level_query_gradient(w, g, 0, w.grads.data, i0, rows, w.k.data[0] + j0 * dh, kc);
+  level_query_gradient(w, g, 0, w.grads.data, i0, rows, w.k.data[0] + j0 * rs, kc);
   for (int64_t l = 1; l < p.levels; ++l) {
     const KeyGeometry& t = w.keys.geometry[l];
     const QueryGeometry& rows_l = w.query_rows.data[l];
     if (rows_l.rows <= 0) continue;
     pool_level(w, l, i0, rows, kc);
-    level_query_gradient(w, g, l, w.level_grad.data, rows_l.row0, rows_l.rows, w.k.data[l] + t.col0 * dh, t.cols);
-    gemm<S>(t.cols, dh, rows_l.rows, {w.level_grad.data, 1, np}, w.q.data[l] + rows_l.row0 * dh, dh,
-            g.keys[l] + t.col0 * dh, dh, scale * w.weight.data[l], true);
+    level_query_gradient(w, g, l, w.level_grad.data, rows_l.row0, rows_l.rows, w.k.data[l] + t.col0 * rs, t.cols);
+    gemm<S>(t.cols, dh, rows_l.rows, {w.level_grad.data, 1, np}, w.q.data[l] + rows_l.row0 * rs, rs,
+            g.keys[l] + t.col0 * gs, gs, scale * w.weight.data[l], true);
   }
 }
 
@@ -523,10 +532,17 @@ inline int64_t key_chunks(const Problem& p) {
   return std::clamp<int64_t>((kTasks + heads - 1) / heads, 1, key_tiles);
 }
 
+// Zeroes rows [first, last) of dh values each, `stride` apart.
+template <class T>
+void zero_rows(T* base, int64_t first, int64_t last, int64_t dh, int64_t stride) {
+  if (stride == dh) return std::fill(base + first * dh, base + last * dh, T(0));
+  for (int64_t r = first; r < last; ++r) std::fill(base + r * stride, base + r * stride + dh, T(0));
+}
+
 template <class S>
 void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
   using T = typename S::T;
-  const int64_t heads = p.batch * p.heads, dh = p.head_dim, levels = p.levels;
+  const int64_t heads = p.batch * p.heads, dh = p.head_dim, rs = p.row_stride(), levels = p.levels;
   const int64_t key_tiles = (p.length + p.tile - 1) / p.tile, chunks = key_chunks(p), tasks = heads * chunks;
   // Per (head, chunk) when chunks > 1: every level's dQ_l, then dK_l for l ≥ 1.
   int64_t shared_rows = 0;
@@ -545,10 +561,10 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
       w.bind_head(args.forward, head_index);
       T* shared = partial.data + task * shared_rows * dh;
       for (int64_t l = 0; l < levels; ++l) {
-        const int64_t rows = p.level_rows[l], head_offset = head_index * rows * dh;
+        const int64_t rows = p.level_rows[l], head_offset = p.head_offset(head_index, rows);
         if (chunks == 1) {
           query_targets.data[l] = args.grad_queries[l] + head_offset;
-          std::fill(query_targets.data[l], query_targets.data[l] + rows * dh, T(0));
+          zero_rows(query_targets.data[l], 0, rows, dh, rs);
         } else {
           query_targets.data[l] = shared;
           shared += rows * dh;
@@ -557,32 +573,32 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
           key_targets.data[0] = args.grad_keys[0] + head_offset;
         } else if (chunks == 1) {
           key_targets.data[l] = args.grad_keys[l] + head_offset;
-          std::fill(key_targets.data[l], key_targets.data[l] + rows * dh, T(0));
+          zero_rows(key_targets.data[l], 0, rows, dh, rs);
         } else {
           key_targets.data[l] = shared;
           shared += rows * dh;
         }
       }
-      const GradientTargets<T> targets{query_targets.data, key_targets.data,
-                                       args.grad_values + head_index * p.length * dh,
-                                       level_grads.data + task * levels};
-      const T* out = args.forward.out + head_index * p.length * dh;
-      const T* grad_out = args.grad_out + head_index * p.length * dh;
+      const int64_t head_offset = p.head_offset(head_index, p.length);
+      const GradientTargets<T> targets{query_targets.data, key_targets.data, args.grad_values + head_offset,
+                                       level_grads.data + task * levels, rs, chunks == 1 ? rs : dh};
+      const T* out = args.forward.out + head_offset;
+      const T* grad_out = args.grad_out + head_offset;
       for (int64_t i = 0; i < p.length; ++i) {
         auto total = S::zero();
         for (int64_t d = 0; d < dh; d += S::W)
-          total = S::fmadd(S::load(grad_out + i * dh + d), S::load(out + i * dh + d), total);
+          total = S::fmadd(S::load(grad_out + i * rs + d), S::load(out + i * rs + d), total);
         w.delta.data[i] = S::reduce_add(total);
       }
       // Interleaved key tiles: causally the early tiles carry the most work.
       for (int64_t tile = chunk; tile < key_tiles; tile += chunks) {
         const int64_t j0 = tile * p.tile, j_end = std::min(p.length, j0 + p.tile);
-        std::fill(targets.keys[0] + j0 * dh, targets.keys[0] + j_end * dh, T(0));
-        std::fill(targets.values + j0 * dh, targets.values + j_end * dh, T(0));
+        zero_rows(targets.keys[0], j0, j_end, dh, rs);
+        zero_rows(targets.values, j0, j_end, dh, rs);
         if (j0 >= w.valid) continue;
         const int64_t j1 = std::min(w.valid, j_end);
         load_keys<S>(p, w.k.data, w.np, j0, j1, w.keys);
-        pack_transposed(w.v + j0 * dh, j1 - j0, dh, w.np, w.values_t.data);
+        pack_transposed(w.v + j0 * rs, j1 - j0, dh, rs, w.np, w.values_t.data);
         for (int64_t i0 = p.causal ? j0 : 0; i0 < p.length; i0 += p.tile)  // causally, rows i < j0 see no key here
           backward_tile(w, args, targets, head_index, i0, j0, j1);
       }
@@ -594,14 +610,15 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
       int64_t offset = 0;
       for (int64_t l = 0; l < levels; ++l)
         for (int side = 0; side < (l == 0 ? 1 : 2); ++side) {
-          const int64_t count = p.level_rows[l] * dh;
-          T* target = (side == 0 ? args.grad_queries[l] : args.grad_keys[l]) + head_index * count;
-          std::fill(target, target + count, T(0));
+          const int64_t rows = p.level_rows[l];
+          T* target = (side == 0 ? args.grad_queries[l] : args.grad_keys[l]) + p.head_offset(head_index, rows);
+          zero_rows(target, 0, rows, dh, rs);
           for (int64_t chunk = 0; chunk < chunks; ++chunk) {
             const T* source = partial.data + ((head_index * chunks + chunk) * shared_rows) * dh + offset;
-            for (int64_t e = 0; e < count; ++e) target[e] += source[e];
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t d = 0; d < dh; ++d) target[r * rs + d] += source[r * dh + d];
           }
-          offset += count;
+          offset += rows * dh;
         }
     }
   }

@@ -21,14 +21,24 @@ attention_cpu::Problem cpu_problem(const AttentionDims& dims, const Tensor& leng
 // tile must be one of 8, 16, 32, 64 (the CPU kernels' tile edge); messages name `op`.
 void check_tile(const char* op, int64_t tile);
 
-// The problem's sizes from a [B, H, T, dh] tensor, with the CPU tile edge.
-inline void fill_dims(AttentionDims& dims, const Tensor& like, bool causal) {
+// The problem's sizes from a [B, H, T, dh] (BTHD: [B, T, H, dh]) tensor, with the CPU tile edge.
+inline void fill_dims(AttentionDims& dims, const Tensor& like, bool causal, HeadLayout layout) {
+  dims.heads_interleaved = layout == HeadLayout::BTHD;
   dims.batch = like.size(0);
-  dims.heads = like.size(1);
-  dims.length = like.size(2);
+  dims.heads = like.size(dims.heads_interleaved ? 2 : 1);
+  dims.length = like.size(dims.heads_interleaved ? 1 : 2);
   dims.head_dim = like.size(3);
   dims.causal = causal;
   dims.tile = attention_cpu_tile();
 }
+
+// "[B, H, T, dh]" or "[B, T, H, dh]", for messages.
+inline const char* layout_str(HeadLayout layout) {
+  return layout == HeadLayout::BTHD ? "[B, T, H, dh]" : "[B, H, T, dh]";
+}
+
+// [B, T, H, dh] ↔ [B, H, T, dh] (the permute is its own inverse): the CUDA
+// kernels read heads first, so the ops convert a BTHD problem for them.
+Tensor swap_heads_and_time(const Tensor& t);
 
 }  // namespace hkt::attention_tiles

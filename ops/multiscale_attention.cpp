@@ -43,7 +43,7 @@ attention_cpu::Problem cpu_problem(const MultiscaleAttentionDims& dims, const st
   p.levels = dims.levels;
   p.stride = dims.stride;
   for (int64_t l = 0; l < dims.levels; ++l) {
-    p.level_rows.push_back(queries[l].size(2));
+    p.level_rows.push_back(queries[l].size(dims.heads_interleaved ? 1 : 2));
     p.level_block.push_back(block_of(dims.length, l, dims.stride));
   }
   return p;
@@ -120,7 +120,7 @@ namespace {
 constexpr const char* kOp = "multiscale_attention";
 
 void check_multiscale_args(const std::vector<Tensor>& q_levels, const std::vector<Tensor>& k_levels, const Tensor& v,
-                           const Tensor& level_logits, int64_t stride) {
+                           const Tensor& level_logits, int64_t stride, HeadLayout layout) {
   const int64_t levels = static_cast<int64_t>(q_levels.size());
   check(levels >= 1, kOp, ": no levels (q_levels is empty)");
   check(static_cast<int64_t>(k_levels.size()) == levels, kOp, ": ", levels, " query levels but ", k_levels.size(),
@@ -128,13 +128,17 @@ void check_multiscale_args(const std::vector<Tensor>& q_levels, const std::vecto
   check(stride >= 2, kOp, ": stride ", stride, " must be at least 2");
   check_floating(kOp, v);
   check_floating(kOp, level_logits);
-  check(v.dim() == 4 && v.numel() > 0, kOp, ": v ", shape_str(v.shape()), " is not a non-empty [B, H, T, dh]");
-  const int64_t batch = v.size(0), heads = v.size(1), length = v.size(2), dh = v.size(3);
+  check(v.dim() == 4 && v.numel() > 0, kOp, ": v ", shape_str(v.shape()), " is not a non-empty ",
+        attention_tiles::layout_str(layout));
+  const bool interleaved = layout == HeadLayout::BTHD;
+  const int64_t batch = v.size(0), heads = v.size(interleaved ? 2 : 1), length = v.size(interleaved ? 1 : 2),
+                dh = v.size(3);
   for (int64_t l = 0; l < levels; ++l) {
     check_floating(kOp, q_levels[l]);
     check_floating(kOp, k_levels[l]);
     check_compatible(kOp, {q_levels[l], k_levels[l], v, level_logits});
-    const Shape expected{batch, heads, level_length(length, l, stride), dh};
+    const int64_t rows = level_length(length, l, stride);
+    const Shape expected = interleaved ? Shape{batch, rows, heads, dh} : Shape{batch, heads, rows, dh};
     for (const auto& [name, t] : {std::pair{"q_levels", q_levels[l]}, std::pair{"k_levels", k_levels[l]}})
       check(t.shape() == expected, kOp, ": ", name, "[", l, "] ", shape_str(t.shape()), " but expected ",
             shape_str(expected), " (v ", shape_str(v.shape()), ", T_", l, " = level_length(", length, ", ", l, ", ",
@@ -147,10 +151,19 @@ void check_multiscale_args(const std::vector<Tensor>& q_levels, const std::vecto
 }  // namespace
 
 Tensor multiscale_attention(const std::vector<Tensor>& q_levels, const std::vector<Tensor>& k_levels, const Tensor& v,
-                            const Tensor& level_logits, const Tensor& lengths, int64_t stride, bool causal) {
-  check_multiscale_args(q_levels, k_levels, v, level_logits, stride);
+                            const Tensor& level_logits, const Tensor& lengths, int64_t stride, bool causal,
+                            HeadLayout layout) {
+  check_multiscale_args(q_levels, k_levels, v, level_logits, stride, layout);
+  if (layout == HeadLayout::BTHD && v.device().type != DeviceType::CPU) {
+    using attention_tiles::swap_heads_and_time;
+    std::vector<Tensor> queries, keys;
+    for (const Tensor& q : q_levels) queries.push_back(swap_heads_and_time(q));
+    for (const Tensor& k : k_levels) keys.push_back(swap_heads_and_time(k));
+    return swap_heads_and_time(
+        multiscale_attention(queries, keys, swap_heads_and_time(v), level_logits, lengths, stride, causal));
+  }
   MultiscaleAttentionDims dims;
-  attention_tiles::fill_dims(dims, v, causal);
+  attention_tiles::fill_dims(dims, v, causal, layout);
   dims.levels = static_cast<int64_t>(q_levels.size());
   dims.stride = stride;
   Tensor valid = attention_tiles::checked_lengths(kOp, lengths, dims.batch, dims.length, v.device());

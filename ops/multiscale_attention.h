@@ -17,9 +17,11 @@ namespace hkt {
 // q_levels[l], k_levels[l]: [B, H, T_l, dh] with T_l = level_length(T, l, stride);
 // v: [B, H, T, dh]; level_logits: [H, L]; lengths: [B] int32/int64 in [1, T];
 // stride ≥ 2. Output [B, H, T, dh]; differentiable in every q_levels[l],
-// k_levels[l], v and level_logits.
+// k_levels[l], v and level_logits. With HeadLayout::BTHD every [B, H, ·, dh]
+// above is [B, ·, H, dh] (ops/attention.h).
 Tensor multiscale_attention(const std::vector<Tensor>& q_levels, const std::vector<Tensor>& k_levels, const Tensor& v,
-                            const Tensor& level_logits, const Tensor& lengths, int64_t stride, bool causal);
+                            const Tensor& level_logits, const Tensor& lengths, int64_t stride, bool causal,
+                            HeadLayout layout = HeadLayout::BHTD);
 
 // The kernels' problem ("multiscale_attention", "multiscale_attention_backward"):
 // level l has T_l = level_length(length, l, stride) rows and block s^l.

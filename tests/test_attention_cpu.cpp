@@ -203,17 +203,21 @@ std::vector<Tensor> random_inputs(int64_t batch, int64_t length, int64_t levels,
 }
 
 std::function<Tensor(const std::vector<Tensor>&)> op(bool mha, bool reference, int64_t levels, int64_t stride,
-                                                     bool causal, const Tensor& lengths) {
+                                                     bool causal, const Tensor& lengths,
+                                                     HeadLayout layout = HeadLayout::BHTD) {
   return [=](const std::vector<Tensor>& in) {
     if (mha)
       return reference ? attention_reference(in[0], in[1], in[2], lengths, causal)
-                       : attention(in[0], in[1], in[2], lengths, causal);
+                       : attention(in[0], in[1], in[2], lengths, causal, layout);
     const std::vector<Tensor> q(in.begin(), in.begin() + levels), k(in.begin() + levels, in.begin() + 2 * levels);
     const Tensor &v = in[2 * levels], &logits = in[2 * levels + 1];
     return reference ? multiscale_attention_reference(q, k, v, logits, lengths, stride, causal)
-                     : multiscale_attention(q, k, v, logits, lengths, stride, causal);
+                     : multiscale_attention(q, k, v, logits, lengths, stride, causal, layout);
   };
 }
+
+// [B, H, T, dh] ↔ [B, T, H, dh]; other ranks (level_logits) unchanged.
+Tensor swap_heads(const Tensor& t) { return t.dim() == 4 ? permute(t, {0, 2, 1, 3}) : t; }
 
 }  // namespace
 
@@ -247,6 +251,40 @@ TEST_CASE("fused attention in float32 on every CPU path equals the float64 compo
             }
       }
   }
+}
+
+TEST_CASE("fused attention on [B, T, H, dh] inputs equals the [B, H, T, dh] result bitwise, gradients included") {
+  for (const auto* path : paths_under_test()) {
+    PathScope scope(path->name);
+    for (int64_t batch : {2, 4})  // B × H = 4 and 8: two key chunks (per-chunk buffers), then one (in place)
+      for (bool mha : {true, false})
+        for (bool causal : {false, true})
+          for (DType dtype : {DType::Float32, DType::Float64}) {
+            const int64_t levels = mha ? 1 : 3, length = 150, head_dim = 32;
+            const Tensor lengths = lengths_tensor(batch == 2 ? std::vector<int64_t>{length, 97}
+                                                             : std::vector<int64_t>{length, 97, 1, 150});
+            const std::vector<Tensor> inputs = cast_all(random_inputs(batch, length, levels, 2, head_dim, mha), dtype);
+            const Tensor weights = random_tensor({batch, 2, length, head_dim}, 99).to(dtype);
+            const auto expected = run(op(mha, false, levels, 2, causal, lengths), inputs, weights);
+            std::vector<Tensor> swapped;
+            for (const Tensor& t : inputs) swapped.push_back(swap_heads(t));
+            const auto actual =
+                run(op(mha, false, levels, 2, causal, lengths, HeadLayout::BTHD), swapped, swap_heads(weights));
+            for (size_t which = 0; which < actual.size(); ++which) {
+              INFO(path->name << (mha ? " MHA" : " HKT L=3") << " batch " << batch << (causal ? " causal " : " ")
+                              << dtype_name(dtype) << ": " << (which == 0 ? "output" : "gradient of input ")
+                              << (which == 0 ? std::string() : std::to_string(which - 1)));
+              CHECK(swap_heads(actual[which]).to_vector<double>() == expected[which].to_vector<double>());
+            }
+          }
+  }
+  // Shapes are checked against the layout asked for.
+  const Tensor q = random_tensor({2, 5, 3, 8}, 1), lengths = lengths_tensor({5, 5});
+  CHECK_THROWS_WITH(attention(q, q, random_tensor({2, 3, 5, 8}, 2), lengths, false, HeadLayout::BTHD),
+                    Catch::Contains("expected q, k and v of one shape [B, T, H, dh]"));
+  CHECK_THROWS_WITH(multiscale_attention({q, q}, {q, q}, q, random_tensor({3, 2}, 3), lengths, 2, false,
+                                         HeadLayout::BTHD),
+                    Catch::Contains("q_levels[1] [2, 5, 3, 8] but expected [2, 3, 3, 8]"));
 }
 
 TEST_CASE("fused attention on every CPU path is bitwise the same for 1 and 2 threads, batch × heads from 2") {
