@@ -39,7 +39,7 @@ float* ptr_or_null(Tensor& t) { return t.defined() ? ptr<float>(t) : nullptr; }
 
 void lerp_cuda(const Tensor& start, const Tensor& end, const Tensor& weight, Tensor& out) {
   const char* op = kernels::lerp;
-  for (const Tensor* t : {&start, &end, &weight, &out}) require_float32(op, *t);
+  for (const Tensor& t : {start, end, weight, static_cast<const Tensor&>(out)}) require_float32(op, t);
   const int64_t n = out.numel();
   if (n == 0) return;
   lerp_kernel<<<blocks_for(n), kThreads, 0, stream_of(out)>>>(ptr<float>(start), ptr<float>(end), ptr<float>(weight),
@@ -50,7 +50,7 @@ void lerp_cuda(const Tensor& start, const Tensor& end, const Tensor& weight, Ten
 void lerp_backward_cuda(const Tensor& start, const Tensor& end, const Tensor& weight, const Tensor& grad_out,
                         Tensor& grad_start, Tensor& grad_end, Tensor& grad_weight) {
   const char* op = kernels::lerp_backward;
-  for (const Tensor* t : {&start, &end, &weight, &grad_out}) require_float32(op, *t);
+  for (const Tensor& t : {start, end, weight, grad_out}) require_float32(op, t);
   const int64_t n = grad_out.numel();
   if (n == 0) return;
   lerp_backward_kernel<<<blocks_for(n), kThreads, 0, stream_of(grad_out)>>>(

@@ -68,6 +68,35 @@ bool own_gemm_enabled() {
   return enabled;
 }
 
+// A product with few rows of C and a long depth (a weight's gradient,
+// Σ over B·T rows: M, N = d or d_ff, K = 16384): splitting C's rows would
+// leave threads idle, and one micro-kernel pass over the whole depth streams
+// B from memory once per 6 rows of C. Instead fixed chunks of the depth each
+// make a whole partial C, walking their chunk in blocks short enough that B's
+// block stays in L2 while every row of C reads it; the partials are added in
+// chunk order, so the result does not depend on the thread count.
+constexpr int64_t kDepthChunk = 2048, kDepthBlock = 256;
+bool split_depth(int64_t m, int64_t k) { return m < 384 && k >= 2 * kDepthChunk; }
+
+void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
+                      const float* bias, float* c, bool accumulate, const attention_cpu::Path& path) {
+  const int64_t chunks = (k + kDepthChunk - 1) / kDepthChunk;
+  std::vector<float> partial(static_cast<size_t>(chunks * m * n));
+#pragma omp parallel for schedule(static)
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+    const int64_t end = std::min(k, (chunk + 1) * kDepthChunk);
+    for (int64_t k0 = chunk * kDepthChunk; k0 < end; k0 += kDepthBlock)
+      path.gemm(m, n, std::min(kDepthBlock, end - k0), a + k0 * a_col, a_row, a_col, b + k0 * n, n,
+                partial.data() + chunk * m * n, n, 1.0f, k0 != chunk * kDepthChunk);
+  }
+  for (int64_t row = 0; row < m; ++row)
+    for (int64_t col = 0; col < n; ++col) {
+      float total = accumulate ? c[row * n + col] : bias ? bias[col] : 0.0f;
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial[(chunk * m + row) * n + col];
+      c[row * n + col] = total;
+    }
+}
+
 void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, GemmDims d,
               const attention_cpu::Path& path) {
   // A weight's gradient, Σ_i a[i]ᵀ b[i] over contiguous batch items, is one
@@ -94,6 +123,10 @@ void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, Ge
     const float* a = pa + i * d.stride_a;
     float* c = pc + i * d.stride_c;
     const bool accumulate = (d.stride_c == 0 && i > 0) || bias;
+    if (split_depth(m, k)) {
+      gemm_split_depth(m, n, k, a, a_row, a_col, rows_b, bias, c, d.stride_c == 0 && i > 0, path);
+      continue;
+    }
 #pragma omp parallel for schedule(static) if (m * n * k > 8 * HKT_OMP_MIN_WORK && blocks > 1)
     for (int64_t block = 0; block < blocks; ++block) {
       const int64_t m0 = block * kRows, rows = std::min(kRows, m - m0);

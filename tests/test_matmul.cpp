@@ -95,6 +95,33 @@ TEST_CASE("linear is x Wᵀ + b over any leading dims") {
     }
 }
 
+TEST_CASE("float32 GEMMs with a long depth (weight gradients) match the reference, whatever the thread count") {
+  // M < 384 and K ≥ 4096: the depth is split into fixed chunks summed in order (ops/matmul.cpp).
+  const int threads = num_threads();
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      Tensor a = random_tensor(stored_shape({}, 40, 5000, ta), 1, DType::Float32);
+      Tensor b = random_tensor(stored_shape({}, 5000, 32, tb), 2, DType::Float32);
+      INFO(a.str() << (ta ? "ᵀ" : "") << " x " << b.str() << (tb ? "ᵀ" : ""));
+      set_num_threads(1);
+      const Tensor one = gemm(a, b, ta, tb);
+      set_num_threads(2);
+      const Tensor two = gemm(a, b, ta, tb);
+      CHECK(one.to_vector<double>() == two.to_vector<double>());
+      CHECK(max_abs_diff(one, reference_gemm(a.to(DType::Float64), b.to(DType::Float64), ta, tb)) < 2e-3);
+    }
+  set_num_threads(threads);
+  // linear's weight gradient, Σ over the B·T rows, takes the same path:
+  // with an all-ones output gradient, dW[o, i] = Σ_rows x[row, i].
+  Tensor x = random_tensor({3, 1500, 64}, 3, DType::Float32);
+  Tensor w = random_tensor({32, 64}, 4, DType::Float32).requires_grad_(true);
+  sum(linear(x, w)).backward();
+  const std::vector<double> column_sums = sum(reshape(x.to(DType::Float64), {4500, 64}), 0).to_vector<double>();
+  std::vector<double> expected;
+  for (int64_t o = 0; o < 32; ++o) expected.insert(expected.end(), column_sums.begin(), column_sums.end());
+  CHECK(max_abs_diff(w.grad(), expected) < 2e-3);
+}
+
 TEST_CASE("gemm with an empty inner dimension gives zeros") {
   Tensor out = matmul(Tensor::ones({2, 3, 0}), Tensor::ones({2, 0, 4}));
   CHECK(out.shape() == Shape{2, 3, 4});
