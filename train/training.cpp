@@ -1,6 +1,7 @@
 #include "train/training.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 
 #include "data/cifar.h"
@@ -64,6 +65,38 @@ Json options_to_json(const TrainOptions& o) {
                        {"model", config_to_json(o.model)}});
 }
 
+void validate_options(const TrainOptions& o) {
+  auto at_least = [](const char* key, const char* flag, int64_t value, int64_t least) {
+    check(value >= least, key, " (--", flag, ") must be at least ", least, ", got ", value);
+  };
+  auto finite_non_negative = [](const char* key, const char* flag, double value) {
+    check(std::isfinite(value) && value >= 0, key, " (--", flag, ") must be a finite number >= 0, got ", value);
+  };
+  check(o.task == "listops" || o.task == "fmnist" || o.task == "imdb" || o.task == "cifar10",
+        "task (--task) must be listops, fmnist, imdb or cifar10, got \"", o.task, "\"");
+  at_least("seq_len", "seq-len", o.seq_len, 1);
+  at_least("batch", "batch", o.batch, 1);
+  at_least("steps", "steps", o.steps, 0);
+  at_least("epochs", "epochs", o.epochs, o.steps > 0 ? 0 : 1);
+  at_least("train_limit", "train-limit", o.train_limit, 0);
+  at_least("val_size", "val-size", o.val_size, 0);
+  finite_non_negative("lr", "lr", o.lr);
+  at_least("warmup", "warmup", o.warmup, -1);
+  finite_non_negative("weight_decay", "weight-decay", o.weight_decay);
+  finite_non_negative("clip", "clip", o.clip);
+  at_least("threads", "threads", o.threads, 0);
+  check(o.threads <= kMaxThreads, "threads (--threads) must be at most ", kMaxThreads, ", got ", o.threads);
+  at_least("log_every", "log-every", o.log_every, 1);
+  at_least("eval_every", "eval-every", o.eval_every, 0);
+  at_least("eval_batches", "eval-batches", o.eval_batches, 0);
+  at_least("checkpoint_every", "checkpoint-every", o.checkpoint_every, 0);
+  at_least("stop_at", "stop-at", o.stop_at, 0);
+  check(std::isfinite(o.collective_timeout) && o.collective_timeout > 0,
+        "--collective-timeout must be a positive number of seconds, got ", o.collective_timeout);
+  check(std::isfinite(o.bucket_mb) && o.bucket_mb > 0, "--bucket-mb must be positive, got ", o.bucket_mb);
+  o.model.validate();
+}
+
 TrainOptions options_from_json(const Json& json) {
   TrainOptions o;
   o.task = json.at("task").as_string();
@@ -82,7 +115,9 @@ TrainOptions options_from_json(const Json& json) {
   check(!seed.empty() && seed.find_first_not_of("0123456789") == std::string::npos && seed.size() <= 19,
         "config: seed must be a decimal string, got \"", seed, "\"");
   o.seed = std::stoull(seed);
-  o.threads = static_cast<int>(json.at("threads").as_int());
+  const int64_t threads = json.at("threads").as_int();
+  check(threads >= 0 && threads <= kMaxThreads, "threads must be between 0 and ", kMaxThreads, ", got ", threads);
+  o.threads = static_cast<int>(threads);
   if (json.contains("device")) o.device = dispatch::parse_device(json.at("device").as_string());  // absent before CUDA
   o.log_every = json.at("log_every").as_int();
   o.eval_every = json.at("eval_every").as_int();
@@ -92,6 +127,7 @@ TrainOptions options_from_json(const Json& json) {
   check(impl == "fused" || impl == "composed", "config: attention_impl must be fused or composed, got \"", impl, "\"");
   o.fused_attention = impl == "fused";
   o.model = config_from_json(json.at("model"));
+  validate_options(o);
   return o;
 }
 

@@ -1,0 +1,198 @@
+// A run folder under a flaky machine and a hostile user (issue 18): every
+// write checked (a full disk or an I/O error stops the run naming the file,
+// the checkpoint before it intact), everything read back from the folder
+// validated as the command line is.
+#include <cerrno>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/files.h"
+#include "io/json.h"
+#include "tests/data_test_util.h"
+#include "tests/gradcheck.h"
+#include "tests/run_test_util.h"
+#include "train/checkpoint.h"
+#include "train/training.h"
+
+using namespace hkt;
+using namespace hkt::models;
+namespace fs = std::filesystem;
+using Catch::Contains;
+using hkt::testing::metrics_without_timing;
+using hkt::testing::read_text;
+
+namespace {
+
+bool ends_with(const std::string& text, const std::string& end) {
+  return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+}
+
+// Injects write faults (io::set_write_fault) for its lifetime.
+struct Faults {
+  explicit Faults(io::WriteFault fault) { io::set_write_fault(std::move(fault)); }
+  ~Faults() { io::set_write_fault(nullptr); }
+};
+
+// Fails the `failing`-th write (1-based) to a file whose name ends in
+// `name`, with `error`; later writes succeed again (a disk full for a moment).
+io::WriteFault fault_at(std::string name, int failing, int error) {
+  return [name, failing, error, count = 0](const std::string& path) mutable {
+    return ends_with(path, name) && ++count == failing ? error : 0;
+  };
+}
+
+int64_t checkpoint_step(const fs::path& checkpoint) {
+  ModelConfig config = read_checkpoint_config(checkpoint.string());
+  Classifier model(config, 0);
+  AdamW optimizer(model.named_parameters(), {});
+  return load_checkpoint(checkpoint.string(), model, optimizer);
+}
+
+std::string message_of(const TrainOptions& options) {
+  try {
+    train(options);
+  } catch (const Error& error) {
+    return error.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+TEST_CASE("a failed metrics write stops the run naming the file and the reason; resume completes it exactly") {
+  hkt::testing::TempDir dir;
+  hkt::testing::write_tiny_listops(dir.path());
+  TrainOptions straight = hkt::testing::tiny_run_options(dir.path(), dir.path() / "straight");
+  train(straight);
+  const std::string expected = metrics_without_timing(fs::path(straight.out) / "metrics.jsonl");
+
+  // Writes: step 1, 2, (checkpoint 2), 3, eval 3, step 4 <- the 5th metrics write fails.
+  for (auto [error, reason] : {std::pair{ENOSPC, "No space left on device"}, std::pair{EIO, "Input/output error"}}) {
+    INFO(reason);
+    TrainOptions faulty = straight;
+    faulty.out = (dir.path() / ("faulty-" + std::to_string(error))).string();
+    const fs::path metrics = fs::path(faulty.out) / "metrics.jsonl";
+    {
+      Faults faults(fault_at("metrics.jsonl", 5, error));
+      const std::string message = message_of(faulty);
+      CHECK_THAT(message, Contains(metrics.string() + ": write failed: " + reason));
+      CHECK_THAT(message, Contains("the run stops at step 4, the checkpoint of step 2 is kept at " +
+                                   (fs::path(faulty.out) / "checkpoint.safetensors").string()));
+    }
+    CHECK(checkpoint_step(fs::path(faulty.out) / "checkpoint.safetensors") == 2);
+    faulty.resume = true;
+    train(faulty);
+    CHECK(metrics_without_timing(metrics) == expected);
+  }
+}
+
+TEST_CASE("a failed checkpoint write keeps the checkpoint before it and says so") {
+  hkt::testing::TempDir dir;
+  hkt::testing::write_tiny_listops(dir.path());
+  TrainOptions options = hkt::testing::tiny_run_options(dir.path(), dir.path() / "run");
+  const fs::path checkpoint = fs::path(options.out) / "checkpoint.safetensors";
+  {
+    // The disk fills up once the first checkpoint is there: the second fails.
+    Faults faults([&](const std::string& path) {
+      return ends_with(path, "checkpoint.safetensors") && fs::exists(checkpoint) ? ENOSPC : 0;
+    });
+    const std::string message = message_of(options);
+    CHECK_THAT(message, Contains(checkpoint.string() + ".tmp: write failed: No space left on device"));
+    CHECK_THAT(message, Contains("the run stops at step 4, the checkpoint of step 2 is kept"));
+  }
+  CHECK(checkpoint_step(checkpoint) == 2);
+  CHECK_FALSE(fs::exists(checkpoint.string() + ".tmp"));
+}
+
+TEST_CASE("hkt-train on a full disk (metrics.jsonl is /dev/full) exits 1 naming the file; unopenable metrics too") {
+  hkt::testing::TempDir dir;
+  hkt::testing::write_tiny_listops(dir.path());
+  const std::string common = "--task listops --data " + dir.path().string() +
+                             " --seq-len 24 --d-model 16 --layers 1 --heads 2 --d-ff 16 --batch 8 --steps 4 "
+                             "--log-every 1 --threads 1 --overwrite ";
+  const fs::path full = dir.path() / "full", log = dir.path() / "log.txt";
+  fs::create_directories(full);
+  fs::create_symlink("/dev/full", full / "metrics.jsonl");
+  CHECK(hkt::testing::run_hkt_train(common + "--out " + full.string(), log) == 1);
+  CHECK_THAT(read_text(log), Contains((full / "metrics.jsonl").string() +
+                                      ": write failed: No space left on device; the run stops at step 1, "
+                                      "no checkpoint was written yet"));
+
+  const fs::path folder = dir.path() / "folder";
+  fs::create_directories(folder / "metrics.jsonl");
+  CHECK(hkt::testing::run_hkt_train(common + "--out " + folder.string(), log) == 1);
+  CHECK_THAT(read_text(log), Contains((folder / "metrics.jsonl").string() + ": a folder, not a regular file"));
+}
+
+TEST_CASE("config.json of a run is validated as the command line is: bad values are usage errors naming the file") {
+  hkt::testing::TempDir dir;
+  hkt::testing::write_tiny_listops(dir.path());
+  TrainOptions options = hkt::testing::tiny_run_options(dir.path(), dir.path() / "run");
+  options.stop_at = 2;
+  train(options);
+  const fs::path config = fs::path(options.out) / "config.json", log = dir.path() / "log.txt";
+  const std::string original = read_text(config);
+  const Json good = parse_json(original);
+
+  struct Case {
+    const char* key;
+    Json value;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"log_every", Json(0), "log_every (--log-every) must be at least 1, got 0"},
+      {"batch", Json(-3), "batch (--batch) must be at least 1, got -3"},
+      {"seq_len", Json(0), "seq_len (--seq-len) must be at least 1, got 0"},
+      {"steps", Json(-1), "steps (--steps) must be at least 0, got -1"},
+      {"eval_every", Json(-5), "eval_every (--eval-every) must be at least 0, got -5"},
+      {"eval_batches", Json(-1), "eval_batches (--eval-batches) must be at least 0"},
+      {"checkpoint_every", Json(-2), "checkpoint_every (--checkpoint-every) must be at least 0"},
+      {"train_limit", Json(-1), "train_limit (--train-limit) must be at least 0"},
+      {"val_size", Json(-1), "val_size (--val-size) must be at least 0"},
+      {"warmup", Json(-2), "warmup (--warmup) must be at least -1"},
+      {"lr", Json(-1.0), "lr (--lr) must be a finite number >= 0, got -1"},
+      {"weight_decay", Json(-0.5), "weight_decay (--weight-decay) must be a finite number >= 0"},
+      {"clip", Json(-1.0), "clip (--clip) must be a finite number >= 0"},
+      {"threads", Json(4294967297.0), "threads must be between 0 and 4096, got 4294967297"},
+      {"threads", Json(-1), "threads must be between 0 and 4096, got -1"},
+      {"task", Json("mnist"), "task (--task) must be listops, fmnist, imdb or cifar10, got \"mnist\""},
+      {"epochs", Json(1.5), "epochs"},
+      {"seed", Json("-1"), "seed must be a decimal string"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.key << " = " << to_json(c.value));
+    Json hostile = good;
+    hostile.set(c.key, c.value);
+    io::write_file_atomic(config.string(), to_json(hostile) + "\n", "test");
+    CHECK(hkt::testing::run_hkt_train("--resume " + options.out, log) == 2);
+    const std::string output = read_text(log);
+    CHECK_THAT(output, Contains("hkt-train: --resume " + options.out + ": " + config.string() + ": "));
+    CHECK_THAT(output, Contains(c.message));
+  }
+  // The model object is checked too (ModelConfig::validate).
+  Json hostile = good;
+  Json model = good.at("model");
+  model.set("n_heads", Json(0));
+  hostile.set("model", model);
+  io::write_file_atomic(config.string(), to_json(hostile) + "\n", "test");
+  CHECK(hkt::testing::run_hkt_train("--resume " + options.out, log) == 2);
+  CHECK_THAT(read_text(log), Contains("n_heads must be at least 1, got 0"));
+
+  io::write_file_atomic(config.string(), original, "test");  // and the run still resumes
+  CHECK(hkt::testing::run_hkt_train("--resume " + options.out, log) == 0);
+}
+
+TEST_CASE("validate_options refuses what the command line refuses, for callers of train() too") {
+  hkt::testing::TempDir dir;
+  TrainOptions options = hkt::testing::tiny_run_options(dir.path(), dir.path() / "run");
+  options.log_every = 0;
+  CHECK_THAT(message_of(options), Contains("train: log_every (--log-every) must be at least 1, got 0"));
+  options = hkt::testing::tiny_run_options(dir.path(), dir.path() / "run");
+  options.lr = std::nan("");
+  CHECK_THAT(message_of(options), Contains("lr (--lr) must be a finite number >= 0, got nan"));
+  options = hkt::testing::tiny_run_options(dir.path(), dir.path() / "run");
+  options.threads = 5000;
+  CHECK_THAT(message_of(options), Contains("threads (--threads) must be at most 4096, got 5000"));
+  CHECK_FALSE(fs::exists(dir.path() / "run"));  // refused before anything is written
+}
