@@ -3,12 +3,15 @@
 // the checkpoint before it intact), everything read back from the folder
 // validated as the command line is.
 #include <cerrno>
+#include <cmath>
+#include <functional>
 #include <filesystem>
 #include <string>
 #include <vector>
 
 #include "io/files.h"
 #include "io/json.h"
+#include "io/safetensors.h"
 #include "tests/data_test_util.h"
 #include "tests/gradcheck.h"
 #include "tests/run_test_util.h"
@@ -47,6 +50,12 @@ int64_t checkpoint_step(const fs::path& checkpoint) {
   Classifier model(config, 0);
   AdamW optimizer(model.named_parameters(), {});
   return load_checkpoint(checkpoint.string(), model, optimizer);
+}
+
+// Writes a (changed) checkpoint back with a fresh checksum, as if written so.
+void resave(const std::string& path, SafetensorsFile file) {
+  file.metadata.erase("checksum");
+  save_safetensors(path, file.tensors, file.metadata, /*checksum=*/true);
 }
 
 std::string message_of(const TrainOptions& options) {
@@ -195,4 +204,116 @@ TEST_CASE("validate_options refuses what the command line refuses, for callers o
   options.threads = 5000;
   CHECK_THAT(message_of(options), Contains("threads (--threads) must be at most 4096, got 5000"));
   CHECK_FALSE(fs::exists(dir.path() / "run"));  // refused before anything is written
+}
+
+TEST_CASE("a model too large for --max-params is refused before allocating, naming the flag or the file") {
+  hkt::testing::TempDir dir;
+  hkt::testing::write_tiny_listops(dir.path());
+  const std::string common = "--task listops --data " + dir.path().string() +
+                             " --seq-len 24 --d-ff 16 --batch 8 --steps 2 --threads 1 ";
+  const fs::path log = dir.path() / "log.txt";
+  for (const char* sizes : {"--d-model 16 --heads 2 --layers 1000000000", "--d-model 16 --heads 2 --levels 1000000000",
+                            "--d-model 1000000 --heads 1"}) {
+    INFO(sizes);
+    CHECK(hkt::testing::run_hkt_train(common + sizes + " --out " + (dir.path() / "huge").string(), log) == 1);
+    CHECK_THAT(read_text(log), Contains("hkt-train: train: the options: the model (d_model"));
+    CHECK_THAT(read_text(log), Contains("raise --max-params for a model this large"));
+  }
+  const std::string small = common + "--d-model 16 --heads 2 --out " + (dir.path() / "small").string();
+  CHECK(hkt::testing::run_hkt_train(small + " --max-params 100", log) == 1);
+  CHECK_THAT(read_text(log), Contains("more than the limit of 100 parameters"));
+  CHECK(hkt::testing::run_hkt_train(small, log) == 0);
+
+  // The same sizes in a run's config.json, and in a checkpoint's metadata.
+  const fs::path run = dir.path() / "small";
+  const std::string checkpoint = (run / "checkpoint.safetensors").string();
+  SafetensorsFile file = load_safetensors(checkpoint);
+  Json config = parse_json(read_text(run / "config.json"));
+  Json model = config.at("model");
+  model.set("n_layers", Json(1000000000));
+  config.set("model", model);
+  io::write_file_atomic((run / "config.json").string(), to_json(config) + "\n", "test");
+  CHECK(hkt::testing::run_hkt_train("--resume " + run.string(), log) == 1);
+  CHECK_THAT(read_text(log), Contains("hkt-train: train: " + (run / "config.json").string() + ": the model (d_model 16, "
+                                      "n_layers 1000000000"));
+  file.metadata["config"] = to_json(model);
+  resave(checkpoint, file);
+  REQUIRE_THROWS_WITH(read_checkpoint_config(checkpoint),
+                      Contains("checkpoint " + checkpoint + ": its config (d_model 16, n_layers 1000000000"));
+  REQUIRE_THROWS_WITH(read_checkpoint_config(checkpoint), Contains("parameters, but the file holds"));
+}
+
+TEST_CASE("a checkpoint's contents are checked before a run resumes from it") {
+  hkt::testing::TempDir dir;
+  hkt::testing::write_tiny_listops(dir.path());
+  TrainOptions options = hkt::testing::tiny_run_options(dir.path(), dir.path() / "run");
+  options.stop_at = 2;
+  train(options);
+  options.stop_at = 0;
+  options.resume = true;
+  const std::string checkpoint = (fs::path(options.out) / "checkpoint.safetensors").string();
+  const SafetensorsFile good = load_safetensors(checkpoint);
+  auto tensor_named = [](SafetensorsFile& file, const std::string& name) -> Tensor& {
+    for (auto& [key, tensor] : file.tensors)
+      if (key == name) return tensor;
+    FAIL("no tensor " << name);
+    throw;
+  };
+  auto with_value = [](const Tensor& like, double value) {
+    std::vector<double> values(static_cast<size_t>(like.numel()), 0.5);
+    values[0] = value;
+    return Tensor::from_doubles(values, like.shape(), like.dtype());
+  };
+
+  struct Case {
+    const char* what;
+    std::function<void(SafetensorsFile&)> damage;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"negative step", [](SafetensorsFile& f) { f.metadata["step"] = "-5"; }, "step -5 in __metadata__ is negative"},
+      {"step past the run",
+       [&](SafetensorsFile& f) {
+         f.metadata["step"] = "7";
+         tensor_named(f, "optim.step") = Tensor::from_vector<int64_t>({7}, {1});
+       },
+       "step 7 is past the run's last step, 6"},
+      {"step vs optim.step", [](SafetensorsFile& f) { f.metadata["step"] = "1"; },
+       "optim.step 2 disagrees with the step in __metadata__, 1"},
+      {"unknown optimizer tensor",
+       [](SafetensorsFile& f) { f.tensors.emplace_back("optim.momentum.head.weight", Tensor::zeros({2})); },
+       "unknown optimizer tensor 'optim.momentum.head.weight'"},
+      {"negative exp_avg_sq",
+       [&](SafetensorsFile& f) {
+         Tensor& t = tensor_named(f, "optim.exp_avg_sq.head.weight");
+         t = with_value(t, -1.0);
+       },
+       "'optim.exp_avg_sq.head.weight' holds the negative -1 at flat index 0"},
+      {"NaN parameter",
+       [&](SafetensorsFile& f) {
+         Tensor& t = tensor_named(f, "head.bias");
+         t = with_value(t, std::nan(""));
+       },
+       "'head.bias' holds nan at flat index 0"},
+      {"infinite exp_avg",
+       [&](SafetensorsFile& f) {
+         Tensor& t = tensor_named(f, "optim.exp_avg.head.bias");
+         t = with_value(t, INFINITY);
+       },
+       "'optim.exp_avg.head.bias' holds inf at flat index 0"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    SafetensorsFile damaged = good;
+    c.damage(damaged);
+    resave(checkpoint, damaged);
+    CHECK_THAT(message_of(options), Contains("checkpoint " + checkpoint + ": " + c.message));
+  }
+  // Through the tool: a negative step is an error, not a crash.
+  SafetensorsFile negative = good;
+  negative.metadata["step"] = "-5";
+  resave(checkpoint, negative);
+  CHECK(hkt::testing::run_hkt_train("--resume " + options.out, dir.path() / "log.txt") == 1);
+  resave(checkpoint, good);
+  CHECK_NOTHROW(train(options));
 }

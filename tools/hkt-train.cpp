@@ -55,6 +55,7 @@ cli::Flags declare_flags() {
   flags.add("out", "runs/hkt", "output folder");
   flags.add_switch("overwrite", "start afresh in an --out folder that already holds a run, replacing it");
   flags.add("resume", "", "continue the run in DIR from DIR/checkpoint.safetensors with the options of DIR/config.json");
+  flags.add("max-params", "1e9", "refuse a model with more parameters than this (a typo in a size; raise it for large runs)");
   flags.add("stop-at", "0", "stop after this step as if interrupted (for tests)");
   // Reliability (docs/RELIABILITY.md); allowed beside --resume.
   flags.add_switch("detect-anomaly", "stop at the first op whose output or gradient holds NaN/Inf, naming it (slow)");
@@ -106,6 +107,7 @@ models::TrainOptions resumed_options(const cli::Flags& flags) {
   if (flags.was_given("threads")) o.threads = static_cast<int>(flags.get_int("threads"));
   if (flags.was_given("device")) o.device = dispatch::parse_device(flags.get("device"));
   o.stop_at = flags.get_int("stop-at");
+  o.max_params = flags.get_double("max-params");
   o.detect_anomaly = flags.get_bool("detect-anomaly");
   read_parallel_flags(flags, o);
   validate(o);
@@ -152,6 +154,7 @@ models::TrainOptions to_options(const cli::Flags& flags) {
   o.eval_batches = flags.get_int("eval-batches");
   o.checkpoint_every = flags.get_int("checkpoint-every");
   o.stop_at = flags.get_int("stop-at");
+  o.max_params = flags.get_double("max-params");
   o.device = dispatch::parse_device(flags.get("device"));
   o.detect_anomaly = flags.get_bool("detect-anomaly");
   read_parallel_flags(flags, o);

@@ -20,6 +20,7 @@
 #include "ops/attention_cpu.h"
 #include "ops/blas.h"
 #include "ops/loss.h"
+#include "models/model_size.h"
 #include "train/checkpoint.h"
 #include "train/data_parallel.h"
 #include "train/progress.h"
@@ -128,6 +129,9 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
   config.classes = train.classes;
   config.max_len = train.seq_len;
   config.validate();
+  check_model_size(config, options.batch, options.max_params,
+                   options.resume ? "train: " + (fs::path(options.out) / "config.json").string()
+                                  : std::string("train: the options"));
   dispatch::require_device(options.device);  // before any output is written
 
   run->steps_per_epoch = std::max<int64_t>(1, train.count / options.batch);
@@ -150,6 +154,8 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
   if (options.resume) {
     check(fs::exists(run->checkpoint), "train: --resume: no checkpoint at ", run->checkpoint);
     run->step = load_checkpoint(run->checkpoint, model, *run->optimizer);
+    check(run->step <= run->total, "train: checkpoint ", run->checkpoint, ": step ", run->step,
+          " is past the run's last step, ", run->total);
     run->checkpoint_step = run->step;
     if (run->lead) truncate_metrics(run->metrics_path, run->step);
   }

@@ -94,6 +94,7 @@ void validate_options(const TrainOptions& o) {
   check(std::isfinite(o.collective_timeout) && o.collective_timeout > 0,
         "--collective-timeout must be a positive number of seconds, got ", o.collective_timeout);
   check(std::isfinite(o.bucket_mb) && o.bucket_mb > 0, "--bucket-mb must be positive, got ", o.bucket_mb);
+  check(o.max_params >= 1, "--max-params must be at least 1, got ", o.max_params);
   o.model.validate();
 }
 

@@ -43,6 +43,7 @@ struct TrainOptions {
   int64_t checkpoint_every = 0;  // 0: at each evaluation
   bool resume = false;
   bool overwrite = false;        // a fresh run may replace the run already in `out`
+  double max_params = 1e9;       // a larger model is refused before anything is allocated (models/model_size.h)
   int64_t stop_at = 0;           // > 0: stop after this step, as if interrupted (tests)
   bool detect_anomaly = false;   // check every op's output and gradient for NaN/Inf (slow; not saved in config.json)
   // Data parallelism (hkt-train under mpirun, docs/ARCHITECTURE.md); none of
