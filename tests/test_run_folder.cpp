@@ -2,6 +2,8 @@
 // write checked (a full disk or an I/O error stops the run naming the file,
 // the checkpoint before it intact), everything read back from the folder
 // validated as the command line is.
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cmath>
 #include <functional>
@@ -316,4 +318,59 @@ TEST_CASE("a checkpoint's contents are checked before a run resumes from it") {
   CHECK(hkt::testing::run_hkt_train("--resume " + options.out, dir.path() / "log.txt") == 1);
   resave(checkpoint, good);
   CHECK_NOTHROW(train(options));
+}
+
+TEST_CASE("config.json keeps the data folder absolute: --resume from another working folder reads the same data") {
+  hkt::testing::TempDir dir;
+  fs::create_directories(dir.path() / "data");
+  hkt::testing::write_tiny_listops(dir.path() / "data");
+  const std::string tool = std::string(HKT_BINARY_DIR) + "/hkt-train";
+  const std::string run = (dir.path() / "run").string(), log = (dir.path() / "log.txt").string();
+  const std::string start = "cd " + dir.path().string() + " && " + tool +
+                            " --task listops --data data --seq-len 24 --d-model 16 --layers 1 --heads 2 --d-ff 16 "
+                            "--batch 8 --steps 4 --log-every 1 --threads 1 --stop-at 2 --out run > " + log + " 2>&1";
+  REQUIRE(std::system(start.c_str()) == 0);
+  CHECK(parse_json(read_text(fs::path(run) / "config.json")).at("data").as_string() == (dir.path() / "data").string());
+  // From / there is no data/ at all: the run must use its own.
+  const std::string resume = "cd / && " + tool + " --resume " + run + " > " + log + " 2>&1";
+  CHECK(std::system(resume.c_str()) == 0);
+  CHECK(hkt::testing::train_steps(fs::path(run) / "metrics.jsonl") == std::vector<int64_t>{1, 2, 3, 4});
+}
+
+TEST_CASE("special files: devices are written in place, FIFOs and folders refused, links keep their target") {
+  hkt::testing::TempDir dir;
+  // A device is never replaced by a regular file (the atomic rename would do that).
+  io::write_file_atomic("/dev/null", "nothing\n", "test");
+  CHECK(fs::is_character_file("/dev/null"));
+  REQUIRE_THROWS_WITH(io::write_file_atomic("/dev/full", "x", "test"),
+                      Contains("test: /dev/full: write failed: No space left on device"));
+  CHECK(fs::is_character_file("/dev/full"));
+
+  const fs::path fifo = dir.path() / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  REQUIRE_THROWS_WITH(io::write_file_atomic(fifo.string(), "x", "test"),
+                      Contains(fifo.string() + ": a FIFO, not a regular file; refusing to replace it"));
+  REQUIRE_THROWS_WITH(io::read_file_bytes(fifo.string(), "test"), Contains(fifo.string() + ": a FIFO, not a regular file"));
+  REQUIRE_THROWS_WITH(load_safetensors(fifo.string()), Contains("not a regular file"));
+  REQUIRE_THROWS_WITH(io::read_file_bytes(dir.path().string(), "test"), Contains("a folder, not a regular file"));
+  CHECK(fs::is_fifo(fifo));
+
+  // A link to a regular file: the target gets the new bytes, the link stays a link.
+  const fs::path target = dir.path() / "target.json", link = dir.path() / "link.json";
+  io::write_file_atomic(target.string(), "old\n", "test");
+  fs::create_symlink(target, link);
+  io::write_file_atomic(link.string(), "new\n", "test");
+  CHECK(fs::is_symlink(link));
+  CHECK(read_text(target) == "new\n");
+
+  // hkt-train --resume over a FIFO checkpoint: refused at once, no hang.
+  hkt::testing::write_tiny_listops(dir.path());
+  TrainOptions options = hkt::testing::tiny_run_options(dir.path(), dir.path() / "run");
+  options.stop_at = 2;
+  train(options);
+  const fs::path checkpoint = fs::path(options.out) / "checkpoint.safetensors";
+  fs::remove(checkpoint);
+  REQUIRE(::mkfifo(checkpoint.c_str(), 0644) == 0);
+  CHECK(hkt::testing::run_hkt_train("--resume " + options.out, dir.path() / "log.txt") == 1);
+  CHECK_THAT(read_text(dir.path() / "log.txt"), Contains(checkpoint.string() + ": not a regular file"));
 }

@@ -164,6 +164,8 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
   if (run->lead) {
     Json options_json = options_to_json(options);
     options_json.set("model", config_to_json(config));
+    // Absolute: --resume from another working folder must read the same data.
+    if (!options.data.empty()) options_json.set("data", fs::absolute(options.data).lexically_normal().string());
     io::write_file_atomic((fs::path(options.out) / "config.json").string(), to_json(options_json) + "\n", "train");
     run->metrics = std::make_unique<io::AppendFile>(run->metrics_path, "train", /*truncate=*/!options.resume);
   }
