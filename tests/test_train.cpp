@@ -87,12 +87,15 @@ TEST_CASE("a truncated checkpoint is reported, not loaded") {
 TEST_CASE("a run that diverges stops with the step and the values, keeping the last finite checkpoint") {
   hkt::testing::TempDir dir;
   write_listops(dir.path());
+  auto explode = [](TrainOptions options) {
+    options.lr = 1e30;
+    options.warmup = 0;
+    options.clip = 0;
+    return options;
+  };
   // From the start: the first step's parameters already give a NaN loss, so
   // no checkpoint is written at all (before, one holding them was "kept").
-  TrainOptions exploding = tiny_run(dir.path(), dir.path() / "run");
-  exploding.lr = 1e30;
-  exploding.warmup = 0;
-  exploding.clip = 0;
+  TrainOptions exploding = explode(tiny_run(dir.path(), dir.path() / "run"));
   exploding.steps = 20;
   exploding.checkpoint_every = 1;
   REQUIRE_THROWS_WITH(train(exploding), Catch::Matches("train: the run diverged at step 1: .*(nan|inf).*; the last "
@@ -105,20 +108,15 @@ TEST_CASE("a run that diverges stops with the step and the values, keeping the l
   healthy.stop_at = 4;
   healthy.eval_every = 1;  // a NaN evaluation, too, is a divergence (not a JSON-writer error)
   train(healthy);
-  TrainOptions diverging = healthy;
-  diverging.stop_at = 0;
-  diverging.resume = true;
-  diverging.lr = 1e30;
-  diverging.warmup = 0;
-  diverging.clip = 0;
+  TrainOptions resumed = healthy;
+  resumed.stop_at = 0;
+  resumed.resume = true;
+  const TrainOptions diverging = explode(resumed);
   REQUIRE_THROWS_WITH(train(diverging), Catch::Matches("train: the run diverged at step 5: the validation loss is "
                                                        "-?nan; .*; the checkpoint of step 4 is kept at "
                                                        ".*later/checkpoint.safetensors .*"));
   CHECK(hkt::testing::load_step(dir.path() / "later" / "checkpoint.safetensors") == 4);
-  diverging.lr = healthy.lr;
-  diverging.warmup = healthy.warmup;
-  diverging.clip = healthy.clip;
-  CHECK(std::isfinite(train(diverging).loss));
+  CHECK(std::isfinite(train(resumed).loss));
 }
 
 TEST_CASE("the hkt-train command line: unknown flags, bad values and missing data") {
