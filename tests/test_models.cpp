@@ -276,7 +276,7 @@ TEST_CASE("fused and composed attention give the same classifier logits and grad
   }
 }
 
-TEST_CASE("parameter_count from the config alone equals the built model's count; check_model_size names the sizes") {
+TEST_CASE("parameter_count from the config alone equals the built model's count, and check_model_size names the sizes") {
   for (const char* attention : {"mha", "hkt"})
     for (int64_t levels : {1, 2, 4}) {
       ModelConfig config = tiny_config(attention, levels);

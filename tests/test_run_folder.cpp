@@ -71,7 +71,7 @@ std::string message_of(const TrainOptions& options) {
 
 }  // namespace
 
-TEST_CASE("a failed metrics write stops the run naming the file and the reason; resume completes it exactly") {
+TEST_CASE("a failed metrics write stops the run naming the file and the reason, and resume completes it exactly") {
   hkt::testing::TempDir dir;
   hkt::testing::write_tiny_listops(dir.path());
   TrainOptions straight = hkt::testing::tiny_run_options(dir.path(), dir.path() / "straight");
@@ -116,7 +116,7 @@ TEST_CASE("a failed checkpoint write keeps the checkpoint before it and says so"
   CHECK_FALSE(fs::exists(checkpoint.string() + ".tmp"));
 }
 
-TEST_CASE("hkt-train on a full disk (metrics.jsonl is /dev/full) exits 1 naming the file; unopenable metrics too") {
+TEST_CASE("hkt-train on a full disk (metrics.jsonl is /dev/full) exits 1 naming the file, and so does an unopenable one") {
   hkt::testing::TempDir dir;
   hkt::testing::write_tiny_listops(dir.path());
   const std::string common = "--task listops --data " + dir.path().string() +
