@@ -83,7 +83,7 @@ if has_part ours; then
       "$build"/hkt-train --task listops --data "$data" --seq-len "$seq_len" --d-model "$d_model" --layers "$layers" \
         --heads "$heads" --d-ff "$d_ff" --levels "$levels" $causal_flag --batch "$batch" --steps "$steps" \
         --log-every 1 --eval-every 1000000 --eval-batches 1 --threads "$threads" --model "$model" \
-        --attention-impl fused --out "$run" >/dev/null
+        --attention-impl fused --overwrite --out "$run" >/dev/null
       ms=$(grep '"type":"train"' "$run/metrics.jsonl" | tail -n +2 | sed 's/.*"step_ms":\([0-9.]*\).*/\1/' | sort -n |
         awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
       printf "%-10s %-9s %12.1f\n" "$model" fused "$ms" | tee -a "$out/ours.txt"

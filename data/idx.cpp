@@ -80,21 +80,29 @@ uint32_t big_endian_u32(const std::string& bytes, size_t offset) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
-// The size an IDX file's own header promises (header + data bytes), or the
-// format's largest when the header is too short or malformed (read_idx then
-// reports what is wrong). Bounds what a gzipped file may inflate to, so a
-// small gzip bomb is stopped at that size instead of at 4 GiB.
-uint64_t promised_idx_size(const std::string& head) {
-  constexpr uint64_t kLargest = 4 + 4 * 4 + (uint64_t{1} << 32);
-  if (head.size() < 4) return kLargest;
+// The dims an IDX file's own header promises, or none when the header is
+// too short or malformed (read_idx then reports what is wrong).
+std::vector<int64_t> promised_dims(const std::string& head) {
+  if (head.size() < 4) return {};
   const uint32_t magic = big_endian_u32(head, 0), rank = magic & 0xff;
-  if ((magic >> 8) != 0x08 || rank < 1 || rank > 4 || head.size() < 4 + 4 * uint64_t{rank}) return kLargest;
+  if ((magic >> 8) != 0x08 || rank < 1 || rank > 4 || head.size() < 4 + 4 * uint64_t{rank}) return {};
+  std::vector<int64_t> dims;
+  for (uint32_t axis = 0; axis < rank; ++axis) dims.push_back(big_endian_u32(head, 4 + 4 * axis));
+  return dims;
+}
+
+// The size the header promises (header + data bytes), or the format's
+// largest when malformed. Bounds what a gzipped file may inflate to, so a
+// small gzip bomb is stopped at that size instead of at 4 GiB.
+constexpr uint64_t kLargest = 4 + 4 * 4 + (uint64_t{1} << 32);
+uint64_t promised_idx_size(const std::vector<int64_t>& dims) {
+  if (dims.empty()) return kLargest;
   uint64_t elements = 1;
-  for (uint32_t axis = 0; axis < rank; ++axis) {
-    elements *= big_endian_u32(head, 4 + 4 * axis);
+  for (int64_t extent : dims) {
+    elements *= static_cast<uint64_t>(extent);
     if (elements > (uint64_t{1} << 32)) return kLargest;
   }
-  return 4 + 4 * uint64_t{rank} + elements;
+  return 4 + 4 * dims.size() + elements;
 }
 
 // `name` of the file in `directory`, plain or gzipped.
@@ -116,15 +124,26 @@ std::string read_maybe_gzipped(const std::string& path, const std::string& who, 
   return gunzip(bytes, who + ": " + path, max_bytes);
 }
 
-IdxArray read_idx(const std::string& path) {
+IdxArray read_idx(const std::string& path, uint64_t max_values) {
   std::string raw = io::read_file_bytes(path, "read_idx");
   const bool compressed = has_gzip_magic(raw);
   const std::string who = "read_idx: " + path + (compressed ? " (decompressed)" : "");
+  // The header alone says how much data is coming: checked before inflating
+  // (a small gzip file's header could promise a gigabyte the caller cannot use).
+  const std::vector<int64_t> dims =
+      promised_dims(compressed ? gunzip(raw, "read_idx: " + path, 20, /*prefix_only=*/true) : raw.substr(0, 20));
+  const uint64_t promised = promised_idx_size(dims);
+  if (compressed && promised != kLargest) {  // a plain file is already read, its size bounds it
+    const uint64_t values = promised - 4 - 4 * dims.size();
+    check(values <= max_values, who, ": dims ", shape_of(dims), " promise ", values, " values, more than the ",
+          max_values, " expected here");
+    // Deflate packs at most 1032 bytes into one: a small file cannot hold more.
+    check(promised <= 1032 * static_cast<uint64_t>(raw.size()) + 1024, who, ": dims ",
+          shape_of(dims), " promise ", promised, " bytes, more than a ", raw.size(),
+          "-byte gzip file can hold (deflate packs 1032:1 at most)");
+  }
   // One byte past the promised size lets the trailing-bytes check below name the excess.
-  const std::string bytes =
-      compressed ? gunzip(raw, "read_idx: " + path,
-                          promised_idx_size(gunzip(raw, "read_idx: " + path, 20, /*prefix_only=*/true)) + 1)
-                 : std::move(raw);
+  const std::string bytes = compressed ? gunzip(raw, "read_idx: " + path, promised + 1) : std::move(raw);
   const uint64_t size = bytes.size();
   check(size >= 4, who, ": ", size, " bytes, too short for the 4-byte magic");
   const uint32_t magic = big_endian_u32(bytes, 0);
@@ -153,8 +172,9 @@ Dataset load_fashion_mnist(const std::string& directory, bool train) {
   const std::string prefix = train ? "train" : "t10k";
   const std::string images_path = find_file(directory, prefix + "-images-idx3-ubyte");
   const std::string labels_path = find_file(directory, prefix + "-labels-idx1-ubyte");
-  const IdxArray images = read_idx(images_path);
-  const IdxArray labels = read_idx(labels_path);
+  // The labels first: their count bounds what the images may promise.
+  const IdxArray labels = read_idx(labels_path, static_cast<uint64_t>(kMaxDatasetTokens) / (28 * 28));
+  const IdxArray images = read_idx(images_path, labels.values.size() * 28 * 28);
   check(images.dims.size() == 3 && images.dims[1] == 28 && images.dims[2] == 28 && images.dims[0] >= 1,
         "load_fashion_mnist: ", images_path, ": dims ", shape_of(images.dims), ", expected [n, 28, 28] with n >= 1");
   check(labels.dims.size() == 1 && labels.dims[0] == images.dims[0], "load_fashion_mnist: ", labels_path, ": dims ",

@@ -25,8 +25,9 @@ struct IdxArray {
 };
 
 // Checks the magic (type 0x08, rank 1-4) and that the file holds exactly the
-// bytes its header promises.
-IdxArray read_idx(const std::string& path);
+// bytes its header promises; a header promising more than max_values values
+// is refused from the header alone, before a gzipped file is inflated.
+IdxArray read_idx(const std::string& path, uint64_t max_values = uint64_t{1} << 32);
 
 // One split of Fashion-MNIST from `directory`, which holds
 // {train,t10k}-{images-idx3,labels-idx1}-ubyte, plain or with .gz. Each image

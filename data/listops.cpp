@@ -124,26 +124,37 @@ int32_t listops_token_id(std::string_view token) {
   return -1;
 }
 
-int evaluate_listops(const std::string& expression) {
-  std::vector<int32_t> ids;        // without parentheses
-  std::vector<size_t> positions;   // of each id among all tokens
-  int64_t open_parens = 0;
-  const auto tokens = split_tokens(expression);
+namespace {
+
+// The value of an expression given as tokens; throws "listops: token N: ..."
+// on anything but an expression of the grammar (unknown tokens, unbalanced
+// or empty parentheses, an operator without arguments or ']', more after
+// the complete expression).
+int evaluate_tokens(const std::vector<std::string_view>& tokens) {
+  std::vector<int32_t> ids;                // without parentheses
+  std::vector<size_t> positions;           // of each id among all tokens
+  std::vector<size_t> ids_at_open_parens;  // ids.size() when each open '(' was read
   for (size_t position = 0; position < tokens.size(); ++position) {
     const int32_t id = listops_token_id(tokens[position]);
     check(id >= 0, "listops: token ", position + 1, ": unknown token '", tokens[position], "'");
     if (id == kOpenParen) {
-      ++open_parens;
+      ids_at_open_parens.push_back(ids.size());
     } else if (id == kCloseParen) {
-      check(--open_parens >= 0, "listops: token ", position + 1, ": ')' without '('");
+      check(!ids_at_open_parens.empty(), "listops: token ", position + 1, ": ')' without '('");
+      check(ids_at_open_parens.back() < ids.size(), "listops: token ", position + 1, ": empty parentheses '( )'");
+      ids_at_open_parens.pop_back();
     } else {
       ids.push_back(id);
       positions.push_back(position);
     }
   }
-  check(open_parens == 0, "listops: ", open_parens, " '(' never closed");
+  check(ids_at_open_parens.empty(), "listops: ", ids_at_open_parens.size(), " '(' never closed");
   return Evaluator(ids, positions).run();
 }
+
+}  // namespace
+
+int evaluate_listops(const std::string& expression) { return evaluate_tokens(split_tokens(expression)); }
 
 Dataset load_listops(const std::string& path, int64_t seq_len) {
   const std::string who = "load_listops: " + path;
@@ -187,6 +198,11 @@ Dataset load_listops(const std::string& path, int64_t seq_len) {
       const int32_t id = listops_token_id(tokens[k]);
       check(id >= 0, who, ": line ", line_number, ": unknown token '", tokens[k], "' (token ", k + 1, ")");
       data.tokens.push_back(id);
+    }
+    try {
+      evaluate_tokens(tokens);  // a malformed expression would be trained on as if it meant something
+    } catch (const Error& error) {
+      fail(who, ": line ", line_number, ": ", std::string_view(error.what()).substr(std::string_view("listops: ").size()));
     }
     data.tokens.resize(data.tokens.size() + static_cast<size_t>(seq_len) - tokens.size(), data.pad_id);
     data.lengths.push_back(static_cast<int32_t>(tokens.size()));

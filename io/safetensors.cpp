@@ -215,7 +215,7 @@ void parse_metadata(const std::string& path, const Json& value, std::map<std::st
 }  // namespace
 
 ChecksumStatus verify_safetensors_checksum(const std::string& path, const std::string& who) {
-  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // a FIFO: refused below, not waited on
   if (file.fd < 0) fail(who, ": cannot open: ", errno_text());
   struct stat status {};
   if (::fstat(file.fd, &status) != 0) fail(who, ": cannot stat: ", errno_text());
@@ -257,7 +257,7 @@ ChecksumStatus verify_safetensors_checksum(const std::string& path, const std::s
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
-  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // a FIFO: refused below, not waited on
   if (file.fd < 0) fail("load_safetensors: ", path, ": cannot open: ", errno_text());
   struct stat status {};
   if (::fstat(file.fd, &status) != 0) fail("load_safetensors: ", path, ": cannot stat: ", errno_text());

@@ -4,6 +4,7 @@
 
 #include "models/hkt_attention.h"
 #include "models/mha_attention.h"
+#include "models/model_size.h"
 #include "ops/reduce.h"
 #include "ops/shape.h"
 
@@ -31,6 +32,8 @@ Tensor Block::forward(const Tensor& x, const SequenceMask& mask) const {
 
 Classifier::Classifier(const ModelConfig& config, uint64_t seed) : config_(config) {
   config.validate();
+  // No machine holds more; callers with a budget check theirs first (check_model_size).
+  check_model_size(config, 1, 1e12, "classifier");
   Generator generator(seed);
   auto embed = register_module("embed", std::make_shared<Module>());
   token_embedding = embed->register_module("token", std::make_shared<nn::Embedding>(config.vocab, config.d_model, generator));

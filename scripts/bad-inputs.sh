@@ -42,7 +42,7 @@ row "a stray argument \`foo\`" "$train" foo
 
 # ListOps TSV
 listops "$work/ok"
-for case in header label token long empty crlf-tab; do
+for case in header label token long empty crlf-tab parens extra; do
   mkdir -p "$work/$case" && cp "$work/ok/val.tsv" "$work/$case/"
 done
 printf '( [MAX 2 9 ] )\t9\n' >"$work/header/train.tsv"
@@ -51,12 +51,16 @@ printf 'Source\tTarget\n( [MAX 2 banana ] )\t9\n' >"$work/token/train.tsv"
 { printf 'Source\tTarget\n( [SM'; for i in $(seq 40); do printf ' 1'; done; printf ' ] )\t0\n'; } >"$work/long/train.tsv"
 : >"$work/empty/train.tsv"
 printf 'Source\tTarget\n( [MAX 2 9 ] )\t9\t9\n' >"$work/crlf-tab/train.tsv"
+printf 'Source\tTarget\n( [MAX 2 ( ) 9 ] )\t9\n' >"$work/parens/train.tsv"
+printf 'Source\tTarget\n1 2\t1\n' >"$work/extra/train.tsv"
 row "ListOps: no header line" "$train" --data "$work/header" "${tiny[@]}" --out "$work/r"
 row "ListOps: label \`x\`" "$train" --data "$work/label" "${tiny[@]}" --out "$work/r"
 row "ListOps: unknown token" "$train" --data "$work/token" "${tiny[@]}" --out "$work/r"
 row "ListOps: expression longer than --seq-len" "$train" --data "$work/long" "${tiny[@]}" --out "$work/r"
 row "ListOps: empty file" "$train" --data "$work/empty" "${tiny[@]}" --out "$work/r"
 row "ListOps: two tabs in a line" "$train" --data "$work/crlf-tab" "${tiny[@]}" --out "$work/r"
+row "ListOps: empty parentheses" "$train" --data "$work/parens" "${tiny[@]}" --out "$work/r"
+row "ListOps: two expressions in a line" "$train" --data "$work/extra" "${tiny[@]}" --out "$work/r"
 
 # Checkpoints and --resume
 "$train" --data "$work/ok" "${tiny[@]}" --out "$work/run" >/dev/null
@@ -83,6 +87,17 @@ sed 's/"seed":"[0-9]*"/"seed":"abc"/' "$work/config.good" >"$work/run/config.jso
 row "config.json: seed \`\"abc\"\`" "$train" --resume "$work/run"
 sed 's/"d_model":16/"d_model":32/' "$work/config.good" >"$work/run/config.json"
 row "config.json: model differs from the checkpoint" "$train" --resume "$work/run"
+sed 's/"log_every":1/"log_every":0/' "$work/config.good" >"$work/run/config.json"
+row "config.json: \`log_every\` 0" "$train" --resume "$work/run"
+sed 's/"n_layers":1/"n_layers":1000000000/' "$work/config.good" >"$work/run/config.json"
+row "config.json: \`n_layers\` 10^9" "$train" --resume "$work/run"
+cp "$work/config.good" "$work/run/config.json"
+rm "$ck"; mkfifo "$ck"; row "checkpoint: a FIFO" "$train" --resume "$work/run"
+rm "$ck"; cp "$work/good.safetensors" "$ck"
+row "a fresh run into a folder holding a run" "$train" --data "$work/ok" "${tiny[@]}" --out "$work/run"
+mkdir -p "$work/full"; ln -s /dev/full "$work/full/metrics.jsonl"
+row "metrics.jsonl on a full disk (a link to /dev/full)" "$train" --data "$work/ok" "${tiny[@]}" --overwrite --out "$work/full"
+row "\`--levels 1000000000\`" "$train" --data "$work/ok" "${tiny[@]}" --levels 1000000000 --out "$work/r"
 
 # Fashion-MNIST IDX (--task fmnist --data folder)
 idx() {  # idx FOLDER: valid 2-image files, then the caller damages one
@@ -106,6 +121,9 @@ row "IDX: label 11" "$train" --task fmnist --data "$work/m4" "${tiny[@]}" --out 
 idx "$work/m5"; { printf '\0\0\10\1\0\0\0\2\1\2'; head -c 100000000 /dev/zero; } | gzip -9 >"$work/m5/train-labels-idx1-ubyte.gz"
 rm "$work/m5/train-labels-idx1-ubyte"
 row "IDX: 100 KB gzip: a header promising 2 labels, then 10^8 zero bytes (a small bomb)" "$train" --task fmnist --data "$work/m5" "${tiny[@]}" --out "$work/r"
+idx "$work/m6"; python3 -c "import struct,sys,gzip; open(sys.argv[1],'wb').write(gzip.compress(struct.pack('>IIII',0x803,1403000,28,28)+bytes(4096)))" "$work/m6/train-images-idx3-ubyte.gz"
+rm "$work/m6/train-images-idx3-ubyte"
+row "IDX: 4 KB gzip whose header promises 1.1e9 pixels" "$train" --task fmnist --data "$work/m6" "${tiny[@]}" --out "$work/r"
 
 # CIFAR-10 binary
 cifar() {
@@ -136,4 +154,5 @@ row "IMDB: a class folder without .txt files" "$train" --task imdb --data "$work
 
 # Numerics
 row "training that diverges (\`--lr 1e30 --clip 0\`)" "$train" --data "$work/ok" "${base[@]}" --steps 20 --lr 1e30 --warmup 0 --clip 0 --out "$work/r"
-row "the same with \`--detect-anomaly\`" "$train" --data "$work/ok" "${base[@]}" --steps 20 --lr 1e30 --warmup 0 --clip 0 --detect-anomaly --out "$work/r"
+row "the same with \`--eval-every 1\`" "$train" --data "$work/ok" "${base[@]}" --steps 20 --lr 1e30 --warmup 0 --clip 0 --eval-every 1 --out "$work/r2"
+row "the same with \`--detect-anomaly\`" "$train" --data "$work/ok" "${base[@]}" --steps 20 --lr 1e30 --warmup 0 --clip 0 --detect-anomaly --out "$work/r3"

@@ -59,11 +59,11 @@ step listops-gen gen_all
 for impl in composed fused; do
   step "train-cuda-$impl" "$build/hkt-train" --task listops --data "$data" --seq-len 96 --d-model 64 --layers 2 \
     --heads 4 --d-ff 128 --batch 32 --steps 100 --eval-every 50 --lr 2e-3 --seed 0 --model hkt \
-    --attention-impl "$impl" --device cuda --out "$out/train-cuda-$impl"
+    --attention-impl "$impl" --device cuda --overwrite --out "$out/train-cuda-$impl"
 done
 step train-cpu-reference "$build/hkt-train" --task listops --data "$data" --seq-len 96 --d-model 64 --layers 2 \
   --heads 4 --d-ff 128 --batch 32 --steps 100 --eval-every 50 --lr 2e-3 --seed 0 --model hkt \
-  --attention-impl composed --device cpu --out "$out/train-cpu-reference"
+  --attention-impl composed --device cpu --overwrite --out "$out/train-cpu-reference"
 
 echo "== summary"
 cat "$out/summary.txt"

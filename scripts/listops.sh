@@ -24,7 +24,7 @@ common=(--task listops --data "$data" --seq-len 96 --d-model 64 --layers 2 --hea
         --steps "$steps" --lr 2e-3 --eval-every 200 --seed 0 --threads "$threads")
 for model in hkt mha; do
   echo "== training $model"
-  ./build/hkt-train "${common[@]}" --model "$model" --out "runs/listops-$model" | tee "runs/listops-$model.log"
+  ./build/hkt-train "${common[@]}" --model "$model" --overwrite --out "runs/listops-$model" | tee "runs/listops-$model.log"
 done
 
 accuracy() { sed -n "s/^eval $2 .*accuracy \([0-9.]*\).*/\1/p" "runs/listops-$1.log" | tail -1; }

@@ -137,7 +137,7 @@ run_queue() {
 
 train_command() {  # folder, then hkt-train flags
   local folder="$1"; shift
-  echo "./$build/hkt-train $* --threads $THREADS --lr $LR --log-every 10 --out $folder"
+  echo "./$build/hkt-train $* --threads $THREADS --lr $LR --log-every 10 --overwrite --out $folder"
 }
 
 listops_flags() {  # model levels d_ff
@@ -206,7 +206,7 @@ run_cost() {
       folder="$out/$config-round$round"
       ./$build/hkt-train $(listops_flags "$model" "$levels" "$LISTOPS_DFF" | sed "s/--steps [0-9]*/--steps $COST_STEPS/; s/--eval-every [0-9]*//") \
         --eval-every 1000000 --eval-batches 1 --log-every 1 --seed 0 --threads "$THREADS" --lr "$LR" \
-        --out "$folder" >"$folder.log" 2>&1
+        --overwrite --out "$folder" >"$folder.log" 2>&1
     done
   done
   # the attention ops alone, forward and forward+backward, at T = 256 and 512

@@ -26,7 +26,7 @@ for impl in $impls; do
     out="runs/step-time-$(basename "$build")-$model-$impl"
     "$build"/hkt-train --task listops --data "$data" --seq-len 512 --d-model 64 --layers 2 --heads 4 --d-ff 128 \
       --batch 32 --steps "$steps" --log-every 1 --eval-every 1000000 --eval-batches 1 --threads "$threads" \
-      --model "$model" --attention-impl "$impl" --out "$out" >/dev/null
+      --model "$model" --attention-impl "$impl" --overwrite --out "$out" >/dev/null
     ms=$(median_ms "$out/metrics.jsonl")
     eval "ms_${model}_${impl}=$ms"
     printf "%-10s %-9s %12.1f\n" "$model" "$impl" "$ms"

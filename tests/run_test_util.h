@@ -8,10 +8,16 @@
 #include <sstream>
 #include <string>
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 
 #include "data/listops.h"
+#include "io/json.h"
+#include "train/checkpoint.h"
 #include "train/training.h"
+
+extern char** environ;
 
 namespace hkt::testing {
 
@@ -72,6 +78,62 @@ inline int run_hkt_train(const std::string& arguments, const std::filesystem::pa
       std::string(HKT_BINARY_DIR) + "/hkt-train " + arguments + " > " + log.string() + " 2>&1";
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Starts hkt-train with `arguments`, its output appended to `log`; returns
+// its process id (-1 when it could not be started).
+inline pid_t spawn_hkt_train(const std::vector<std::string>& arguments, const std::filesystem::path& log) {
+  std::vector<std::string> words{std::string(HKT_BINARY_DIR) + "/hkt-train"};
+  words.insert(words.end(), arguments.begin(), arguments.end());
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = -1;
+  const int error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return error == 0 ? pid : -1;
+}
+
+// The wait status of the child `pid`, once it has ended.
+inline int wait_for(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+inline std::vector<std::string> words_of(const std::string& text) {
+  std::vector<std::string> words;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
+// The steps of the "train" lines of a metrics file, in order (a torn last line ends it).
+inline std::vector<int64_t> train_steps(const std::filesystem::path& metrics) {
+  std::vector<int64_t> steps;
+  std::istringstream in(read_text(metrics));
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"type\":\"train\"") == std::string::npos) continue;
+    try {
+      steps.push_back(parse_json(line).at("step").as_int());
+    } catch (const Error&) {
+      break;
+    }
+  }
+  return steps;
+}
+
+// The step a checkpoint holds, after loading all of it into a fresh model.
+inline int64_t load_step(const std::filesystem::path& checkpoint) {
+  models::ModelConfig config = models::read_checkpoint_config(checkpoint.string());
+  models::Classifier model(config, 0);
+  AdamW optimizer(model.named_parameters(), {});
+  return models::load_checkpoint(checkpoint.string(), model, optimizer);
 }
 
 }  // namespace hkt::testing

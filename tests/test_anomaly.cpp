@@ -87,7 +87,7 @@ TEST_CASE("hkt-train --detect-anomaly: a healthy run is unchanged, an exploding 
                              "--log-every 1 --eval-every 2 --eval-batches 1 --threads 1 --seed 4 ";
   for (const char* impl : {"fused", "composed"}) {
     INFO(impl);
-    const std::string run = common + "--steps 4 --attention-impl " + impl + " ";
+    const std::string run = common + "--steps 4 --overwrite --attention-impl " + impl + " ";
     REQUIRE(hkt::testing::run_hkt_train(run + "--out " + (dir.path() / "plain").string(), log) == 0);
     REQUIRE(hkt::testing::run_hkt_train(run + "--detect-anomaly --out " + (dir.path() / "checked").string(), log) == 0);
     CHECK(hkt::testing::metrics_without_timing(dir.path() / "checked" / "metrics.jsonl") ==

@@ -2,11 +2,7 @@
 // never leaves a checkpoint that fails to load, --resume then finishes with
 // the metrics of an uninterrupted run, and any damaged byte of a checkpoint
 // is reported as a checksum mismatch before anything is used.
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <random>
@@ -19,69 +15,21 @@
 #include "tests/run_test_util.h"
 #include "train/checkpoint.h"
 
-extern char** environ;
-
 using namespace hkt;
 using namespace hkt::models;
 namespace fs = std::filesystem;
 using Catch::Contains;
+using hkt::testing::load_step;
+using hkt::testing::spawn_hkt_train;
+using hkt::testing::train_steps;
+using hkt::testing::wait_for;
+using hkt::testing::words_of;
 
 namespace {
-
-// Starts hkt-train with `arguments`, its output appended to `log`.
-pid_t spawn_hkt_train(const std::vector<std::string>& arguments, const fs::path& log) {
-  std::vector<std::string> words{std::string(HKT_BINARY_DIR) + "/hkt-train"};
-  words.insert(words.end(), arguments.begin(), arguments.end());
-  std::vector<char*> argv;
-  for (std::string& word : words) argv.push_back(word.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  pid_t pid = -1;
-  const int error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  REQUIRE(error == 0);
-  return pid;
-}
 
 void write_bytes(const fs::path& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-int wait_for(pid_t pid) {
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  return status;
-}
-
-std::vector<std::string> words_of(const std::string& text) {
-  std::vector<std::string> words;
-  std::istringstream in(text);
-  for (std::string word; in >> word;) words.push_back(word);
-  return words;
-}
-
-// The steps of the "train" lines of a metrics file, in order.
-std::vector<int64_t> train_steps(const fs::path& metrics) {
-  std::vector<int64_t> steps;
-  std::istringstream in(hkt::testing::read_text(metrics));
-  for (std::string line; std::getline(in, line);) {
-    if (line.find("\"type\":\"train\"") == std::string::npos) continue;
-    steps.push_back(parse_json(line).at("step").as_int());
-  }
-  return steps;
-}
-
-// The step a checkpoint holds, after loading all of it into a fresh model.
-int64_t load_step(const fs::path& checkpoint) {
-  ModelConfig config = read_checkpoint_config(checkpoint.string());
-  Classifier model(config, 0);
-  AdamW optimizer(model.named_parameters(), {});
-  return load_checkpoint(checkpoint.string(), model, optimizer);
 }
 
 }  // namespace
@@ -107,8 +55,10 @@ TEST_CASE("hkt-train killed with SIGKILL at random times: the checkpoint always 
   for (int attempt = 0; attempt < 30 && kills_with_checkpoint < 5; ++attempt) {
     const bool resume = fs::exists(checkpoint);
     const pid_t pid = spawn_hkt_train(
-        resume ? std::vector<std::string>{"--resume", killed.string()} : words_of(common + "--out " + killed.string()),
+        resume ? std::vector<std::string>{"--resume", killed.string()}
+               : words_of(common + "--overwrite --out " + killed.string()),
         log);
+    REQUIRE(pid > 0);
     // Anywhere from the start-up to most of an uninterrupted run.
     const double delay_ms = std::uniform_real_distribution<double>(0.05, 0.7)(random) * run_ms;
     std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(delay_ms * 1000)));
@@ -136,7 +86,7 @@ TEST_CASE("hkt-train killed with SIGKILL at random times: the checkpoint always 
   CHECK(kills_with_checkpoint == 5);
 
   // Finish the run; it must match the uninterrupted one line for line.
-  const std::string finish = fs::exists(checkpoint) ? "--resume " + killed.string() : common + "--out " + killed.string();
+  const std::string finish = fs::exists(checkpoint) ? "--resume " + killed.string() : common + "--overwrite --out " + killed.string();
   REQUIRE(hkt::testing::run_hkt_train(finish, log) == 0);
   CHECK(hkt::testing::metrics_without_timing(killed / "metrics.jsonl") == expected);
   CHECK(load_step(checkpoint) == 40);

@@ -263,3 +263,17 @@ TEST_CASE("read_idx: a gzipped file inflates no further than its own header prom
   // A file shorter than its 20-byte look-ahead reads as before.
   CHECK(read_idx(dir.write("short.gz", gzip(idx_file(0x801, {2}, {1, 2})))).values == std::vector<uint8_t>{1, 2});
 }
+
+TEST_CASE("read_idx: a gzip header promising more than the caller takes, or than the file can hold, stops before inflating") {
+  hkt::testing::TempDir dir;
+  // 1.1e9 pixels promised in a gzip file of a few KB: deflate cannot pack that much into it.
+  const std::string header_only = idx_file(0x803, {1403000, 28, 28}, {}) + std::string(4096, '\0');
+  const std::string path = dir.write("promise.gz", gzip(header_only));
+  REQUIRE_THROWS_WITH(read_idx(path), Contains("dims [1403000, 28, 28] promise 1099952016 bytes, more than a"));
+  REQUIRE_THROWS_WITH(read_idx(path), Contains("-byte gzip file can hold (deflate packs 1032:1 at most)"));
+  // The caller's own bound: 10 labels allow 7840 pixels, not 9 times that.
+  const std::string images = dir.write("images.gz", gzip(idx_file(0x803, {90, 28, 28}, std::vector<uint8_t>(90 * 784))));
+  REQUIRE_THROWS_WITH(read_idx(images, 10 * 784), Contains("dims [90, 28, 28] promise 70560 values, more than the 7840 "
+                                                            "expected here"));
+  CHECK(read_idx(images, 90 * 784).values.size() == 90 * 784);
+}

@@ -273,3 +273,28 @@ TEST_CASE("listops-gen: flags, exit codes and a loadable file") {
   CHECK(data.count == 20);
   for (int32_t length : data.lengths) CHECK((length >= 5 && length <= 50));
 }
+
+TEST_CASE("load_listops: structurally malformed expressions are errors naming the line and the token") {
+  hkt::testing::TempDir dir;
+  const std::pair<const char*, const char*> cases[] = {
+      {"( [MAX 1 2 ]", "line 2: 1 '(' never closed"},
+      {"[MAX 1 2 ] )", "line 2: token 5: ')' without '('"},
+      {"( )", "line 2: token 2: empty parentheses '( )'"},
+      {"[MAX ( ) 1 ]", "line 2: token 3: empty parentheses '( )'"},
+      {"[MAX ]", "line 2: token 1: operator [MAX has no arguments"},
+      {"1 2", "line 2: token 2: more after the complete expression"},
+      {"[MIN 3 4", "line 2: token 1: operator [MIN is never closed with ']'"},
+      {"]", "line 2: token 1: ']' without an operator"},
+  };
+  for (auto [expression, message] : cases) {
+    INFO(expression);
+    const std::string path = dir.write("bad.tsv", std::string("Source\tTarget\n[SM 1 2 ]\t3\n") + expression + "\t1\n");
+    // The bad expression is on line 3 (line 2 is a good one).
+    std::string expected = message;
+    expected.replace(expected.find("line 2"), 6, "line 3");
+    REQUIRE_THROWS_WITH(load_listops(path, 16), Catch::Contains("load_listops: " + path + ": " + expected));
+  }
+  // LRA's parenthesised form still loads.
+  const std::string good = dir.write("good.tsv", "Source\tTarget\n( ( [MAX 2 ) 9 ] )\t9\n");
+  CHECK(load_listops(good, 16).count == 1);
+}

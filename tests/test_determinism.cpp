@@ -24,6 +24,7 @@ TEST_CASE("same seed, same thread count: bit-identical losses, evaluations and c
       first.model.attention = attention;
       if (std::string(attention) == "mha") first.model.levels = 1;
       first.steps = 8;
+      first.overwrite = true;  // the same two folders for every case
       TrainOptions second = first;
       second.out = (dir.path() / "second").string();
       const Evaluation a = train(first), b = train(second);

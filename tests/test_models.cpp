@@ -7,6 +7,7 @@
 #include "models/classifier.h"
 #include "models/hkt_attention.h"
 #include "models/mha_attention.h"
+#include "models/model_size.h"
 #include "tests/gradcheck.h"
 
 using namespace hkt;
@@ -273,4 +274,24 @@ TEST_CASE("fused and composed attention give the same classifier logits and grad
     for (double g : grads[1]) scale = std::max(scale, std::abs(g));
     for (size_t i = 0; i < grads[0].size(); ++i) CHECK(std::abs(grads[0][i] - grads[1][i]) <= 1e-10 * scale);
   }
+}
+
+TEST_CASE("parameter_count from the config alone equals the built model's count, and check_model_size names the sizes") {
+  for (const char* attention : {"mha", "hkt"})
+    for (int64_t levels : {1, 2, 4}) {
+      ModelConfig config = tiny_config(attention, levels);
+      config.down_kernel = 5;
+      config.conv_kernel = 3;
+      INFO(attention << ", " << levels << " levels");
+      CHECK(parameter_count(config) == static_cast<double>(Classifier(config, 0).parameter_count()));
+    }
+  ModelConfig huge = tiny_config("hkt");
+  huge.n_layers = 1000000000;
+  huge.d_model = 64;
+  CHECK(parameter_count(huge) > 1e13);
+  REQUIRE_THROWS_WITH(check_model_size(huge, 32, 1e9, "source"),
+                      Catch::Matches("source: the model \\(d_model 64, n_layers 1000000000, .*\\) would have .* "
+                                     "parameters and need about .* GB to train, more than the limit of 1e\\+09 .*"));
+  REQUIRE_THROWS_WITH(Classifier(huge, 0), Catch::Contains("classifier: the model"));  // not a hang or bad_alloc
+  CHECK_NOTHROW(check_model_size(tiny_config("hkt"), 32, 1e9, "source"));
 }

@@ -292,10 +292,11 @@ TEST_CASE("safetensors: saving goes through a temporary file renamed into place"
   CHECK(read_bytes(path) == before);
   CHECK_FALSE(fs::exists(path + ".tmp"));
 
-  // The rename fails when the target is a non-empty folder: the temporary file is removed.
+  // A folder at the target is refused before anything is written (io::AtomicFile
+  // replaces regular files only), and no temporary file is left.
   const std::string folder = dir.file("folder");
   fs::create_directories(folder + "/inside");
-  CHECK_THROWS_WITH(save_safetensors(folder, tensors), Contains("cannot rename " + folder + ".tmp to " + folder));
+  CHECK_THROWS_WITH(save_safetensors(folder, tensors), Contains(folder + ": a folder, not a regular file"));
   CHECK_FALSE(fs::exists(folder + ".tmp"));
 
   CHECK_THROWS_WITH(save_safetensors(dir.file("no/such/dir/x.safetensors"), tensors),

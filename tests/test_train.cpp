@@ -1,5 +1,6 @@
 // hkt-train's run: exact resume, checkpoint validation, NaN handling and the
 // command line's errors, on tiny ListOps runs.
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -83,18 +84,39 @@ TEST_CASE("a truncated checkpoint is reported, not loaded") {
   REQUIRE_THROWS_WITH(train(first), Catch::Contains(checkpoint.string()));
 }
 
-TEST_CASE("a loss that becomes NaN stops the run with the step and the last finite loss") {
+TEST_CASE("a run that diverges stops with the step and the values, keeping the last finite checkpoint") {
   hkt::testing::TempDir dir;
   write_listops(dir.path());
-  TrainOptions exploding = tiny_run(dir.path(), dir.path() / "run");
-  exploding.lr = 1e30;
-  exploding.warmup = 0;
-  exploding.clip = 0;
+  auto explode = [](TrainOptions options) {
+    options.lr = 1e30;
+    options.warmup = 0;
+    options.clip = 0;
+    return options;
+  };
+  // From the start: the first step's parameters already give a NaN loss, so
+  // no checkpoint is written at all (before, one holding them was "kept").
+  TrainOptions exploding = explode(tiny_run(dir.path(), dir.path() / "run"));
   exploding.steps = 20;
   exploding.checkpoint_every = 1;
-  REQUIRE_THROWS_WITH(train(exploding), Catch::Matches("train: the loss is (-?nan|inf) at step [0-9]+; the last finite "
-                                                       "loss was .* at step [0-9]+; the last good checkpoint is kept "
-                                                       "at .*checkpoint.safetensors"));
+  REQUIRE_THROWS_WITH(train(exploding), Catch::Matches("train: the run diverged at step 1: .*(nan|inf).*; the last "
+                                                       "finite loss was .* at step [0-9]+; no checkpoint was written "
+                                                       "yet .*"));
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "run" / "checkpoint.safetensors"));
+
+  // After 4 good steps: the checkpoint of step 4 is kept, finite, and resumes.
+  TrainOptions healthy = tiny_run(dir.path(), dir.path() / "later");
+  healthy.stop_at = 4;
+  healthy.eval_every = 1;  // a NaN evaluation, too, is a divergence (not a JSON-writer error)
+  train(healthy);
+  TrainOptions resumed = healthy;
+  resumed.stop_at = 0;
+  resumed.resume = true;
+  const TrainOptions diverging = explode(resumed);
+  REQUIRE_THROWS_WITH(train(diverging), Catch::Matches("train: the run diverged at step 5: the validation loss is "
+                                                       "-?nan; .*; the checkpoint of step 4 is kept at "
+                                                       ".*later/checkpoint.safetensors .*"));
+  CHECK(hkt::testing::load_step(dir.path() / "later" / "checkpoint.safetensors") == 4);
+  CHECK(std::isfinite(train(resumed).loss));
 }
 
 TEST_CASE("the hkt-train command line: unknown flags, bad values and missing data") {

@@ -1,7 +1,9 @@
 // hkt-train: trains an MHA or HKT classifier on a task, with validation,
 // metrics.jsonl, config.json and atomic checkpoints; --resume continues a run.
-#include <cstdio>
+#include <signal.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "data/dataset.h"
@@ -11,6 +13,7 @@
 #include "io/files.h"
 #include "io/json.h"
 #include "ops/blas.h"
+#include "train/stop_request.h"
 #include "train/training.h"
 
 using namespace hkt;
@@ -50,7 +53,9 @@ cli::Flags declare_flags() {
   flags.add("eval-batches", "0", "evaluate on this many batches only (0: all)");
   flags.add("checkpoint-every", "0", "steps between checkpoints (0: at each evaluation)");
   flags.add("out", "runs/hkt", "output folder");
+  flags.add_switch("overwrite", "start afresh in an --out folder that already holds a run, replacing it");
   flags.add("resume", "", "continue the run in DIR from DIR/checkpoint.safetensors with the options of DIR/config.json");
+  flags.add("max-params", "1e9", "refuse a model with more parameters than this (a typo in a size; raise it for large runs)");
   flags.add("stop-at", "0", "stop after this step as if interrupted (for tests)");
   // Reliability (docs/RELIABILITY.md); allowed beside --resume.
   flags.add_switch("detect-anomaly", "stop at the first op whose output or gradient holds NaN/Inf, naming it (slow)");
@@ -73,12 +78,21 @@ void read_parallel_flags(const cli::Flags& flags, models::TrainOptions& o) {
 // --resume DIR: the run's own options, from DIR/config.json; only the thread
 // count, --stop-at and the data-parallel flags may be given beside it
 // (anything else would change the run).
+// The ranges of models::validate_options, as a usage error (exit 2).
+void validate(const models::TrainOptions& o) {
+  try {
+    models::validate_options(o);
+  } catch (const hkt::Error& error) {
+    hkt::fail("hkt-train: ", error.what());
+  }
+}
+
 models::TrainOptions resumed_options(const cli::Flags& flags) {
   const std::string folder = flags.get("resume");
   for (const char* flag : {"task", "data", "model", "d-model", "layers", "heads", "d-ff", "levels", "stride",
                            "down-kernel", "conv-kernel", "causal", "attention-impl", "seq-len", "batch", "epochs",
                            "steps", "train-limit", "val-size", "lr", "warmup", "weight-decay", "clip", "seed",
-                           "log-every", "eval-every", "eval-batches", "checkpoint-every", "out"})
+                           "log-every", "eval-every", "eval-batches", "checkpoint-every", "out", "overwrite"})
     hkt::check(!flags.was_given(flag), "hkt-train: --resume takes the run's options from ", folder,
                "/config.json; drop --", flag);
   const std::string path = (std::filesystem::path(folder) / "config.json").string();
@@ -93,8 +107,10 @@ models::TrainOptions resumed_options(const cli::Flags& flags) {
   if (flags.was_given("threads")) o.threads = static_cast<int>(flags.get_int("threads"));
   if (flags.was_given("device")) o.device = dispatch::parse_device(flags.get("device"));
   o.stop_at = flags.get_int("stop-at");
+  o.max_params = flags.get_double("max-params");
   o.detect_anomaly = flags.get_bool("detect-anomaly");
   read_parallel_flags(flags, o);
+  validate(o);
   return o;
 }
 
@@ -104,6 +120,7 @@ models::TrainOptions to_options(const cli::Flags& flags) {
   o.task = flags.get("task");
   o.data = flags.get("data");
   o.out = flags.get("out");
+  o.overwrite = flags.get_bool("overwrite");
   o.model.attention = flags.get("model");
   o.model.d_model = flags.get_int("d-model");
   o.model.n_layers = flags.get_int("layers");
@@ -137,12 +154,36 @@ models::TrainOptions to_options(const cli::Flags& flags) {
   o.eval_batches = flags.get_int("eval-batches");
   o.checkpoint_every = flags.get_int("checkpoint-every");
   o.stop_at = flags.get_int("stop-at");
+  o.max_params = flags.get_double("max-params");
   o.device = dispatch::parse_device(flags.get("device"));
   o.detect_anomaly = flags.get_bool("detect-anomaly");
   read_parallel_flags(flags, o);
   hkt::check(o.log_every >= 1, "hkt-train: --log-every must be at least 1");
   hkt::check(o.threads >= 0, "hkt-train: --threads must be non-negative");
+  validate(o);
   return o;
+}
+
+// SIGINT and SIGTERM: the first lets the run finish its step and write its
+// checkpoint and metrics (exit 128 + signal); a second quits at once.
+extern "C" void on_stop_signal(int signal) {
+  if (models::stop_requested() != 0) {
+    const char text[] = "\nhkt-train: second signal: exiting at once (the last checkpoint written is kept)\n";
+    (void)!::write(STDERR_FILENO, text, sizeof text - 1);
+    ::_exit(128 + signal);
+  }
+  models::request_stop(signal);
+  const char text[] = "\nhkt-train: stopping after this step (checkpoint and metrics are written; "
+                      "signal again to quit at once)\n";
+  (void)!::write(STDERR_FILENO, text, sizeof text - 1);
+}
+
+void catch_stop_signals() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  action.sa_flags = SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  for (int signal : {SIGINT, SIGTERM}) sigaction(signal, &action, nullptr);
 }
 
 }  // namespace
@@ -164,10 +205,15 @@ int main(int argc, char** argv) {
     world.abort(2);
     return 2;
   }
+  catch_stop_signals();
   try {
     models::Evaluation final_eval = models::train(options);
     std::printf("final: val_accuracy %.4f val_loss %.4f\n", final_eval.accuracy, final_eval.loss);
     return 0;
+  } catch (const models::Interrupted& stop) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "hkt-train: %s\n", stop.what());
+    return 128 + stop.signal;
   } catch (const std::exception& error) {
     std::fflush(stdout);
     if (world.size() > 1) std::fprintf(stderr, "hkt-train: rank %d: %s\n", world.rank(), error.what());

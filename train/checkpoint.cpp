@@ -1,9 +1,12 @@
 #include "train/checkpoint.h"
 
+#include <cmath>
 #include <map>
+#include <set>
 
 #include "io/json.h"
 #include "io/safetensors.h"
+#include "models/model_size.h"
 
 namespace hkt::models {
 namespace {
@@ -45,13 +48,57 @@ std::string describe_differences(const ModelConfig& stored, const ModelConfig& l
   return differences;
 }
 
+// A config describing more parameters than the file holds is not its
+// model's: refused before a model that size is built from it.
+void check_config_fits_file(const SafetensorsFile& file, const ModelConfig& config, const std::string& path) {
+  double stored = 0;
+  for (const auto& [name, tensor] : file.tensors)
+    if (name.rfind("optim.", 0) != 0) stored += static_cast<double>(tensor.numel());
+  const double wanted = parameter_count(config);
+  check(wanted <= stored, "checkpoint ", path, ": its config (", describe_sizes(config), ") describes ", wanted,
+        " parameters, but the file holds ", stored);
+}
+
 ModelConfig config_of(const SafetensorsFile& file, const std::string& path) {
   auto it = file.metadata.find("config");
   check(it != file.metadata.end(), "checkpoint ", path, ": no \"config\" in __metadata__");
+  ModelConfig config;
   try {
-    return config_from_json(parse_json(it->second));
+    config = config_from_json(parse_json(it->second));
   } catch (const Error& error) {
     fail("checkpoint ", path, ": bad config: ", error.what());
+  }
+  check_config_fits_file(file, config, path);
+  return config;
+}
+
+// What a resumed run would otherwise take on trust: a step that is not
+// negative and agrees with optim.step, no optim.* tensor the optimizer does
+// not have, and finite values, with AdamW's exp_avg_sq (a running mean of
+// squares) non-negative: a negative one is a NaN one step later.
+void check_training_state(const SafetensorsFile& file, const Optimizer& optimizer, int64_t step,
+                          const std::string& path) {
+  check(step >= 0, "checkpoint ", path, ": step ", step, " in __metadata__ is negative");
+  std::set<std::string> known;
+  for (const auto& [name, _] : optimizer.state()) known.insert(name);
+  for (const auto& [name, tensor] : file.tensors) {
+    const bool optimizer_state = name.rfind("optim.", 0) == 0;
+    check(!optimizer_state || known.count(name), "checkpoint ", path, ": unknown optimizer tensor '", name, "'");
+    if (name == "optim.step") {
+      check(tensor.numel() == 1 && !is_floating(tensor.dtype()), "checkpoint ", path,
+            ": optim.step must be one integer, got ", tensor.str());
+      const int64_t optimizer_step = tensor.to_vector<int64_t>()[0];
+      check(optimizer_step == step, "checkpoint ", path, ": optim.step ", optimizer_step,
+            " disagrees with the step in __metadata__, ", step);
+      continue;
+    }
+    const bool squares = name.rfind("optim.exp_avg_sq.", 0) == 0;
+    const std::vector<double> values = tensor.to_vector<double>();
+    for (size_t i = 0; i < values.size(); ++i) {
+      check(std::isfinite(values[i]), "checkpoint ", path, ": '", name, "' holds ", values[i], " at flat index ", i);
+      check(!squares || values[i] >= 0, "checkpoint ", path, ": '", name, "' holds the negative ", values[i],
+            " at flat index ", i, " (a mean of squares)");
+    }
   }
 }
 
@@ -87,6 +134,7 @@ int64_t load_checkpoint(const std::string& path, Classifier& model, Optimizer& o
   } catch (const Error& error) {
     fail("checkpoint ", path, ": bad step '", step_entry->second, "': ", error.what());
   }
+  check_training_state(file, optimizer, step, path);
 
   std::map<std::string, Tensor> by_name;
   NamedTensors optimizer_state;

@@ -6,9 +6,9 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
+#include <sstream>
 
 #include "distributed/gradients.h"
 #include "engine/autograd.h"
@@ -20,10 +20,13 @@
 #include "ops/attention_cpu.h"
 #include "ops/blas.h"
 #include "ops/loss.h"
+#include "models/model_size.h"
 #include "train/checkpoint.h"
 #include "train/data_parallel.h"
 #include "train/progress.h"
+#include "train/run_lock.h"
 #include "train/schedule.h"
+#include "train/stop_request.h"
 #include "train/training.h"
 
 namespace hkt::models {
@@ -34,8 +37,8 @@ namespace fs = std::filesystem;
 // Keeps the metrics lines up to `step` (a resumed run rewrites what follows),
 // replacing the file atomically: a crash during the resume keeps the old lines.
 void truncate_metrics(const std::string& path, int64_t step) {
-  std::ifstream in(path);
-  if (!in) return;
+  if (!fs::exists(path)) return;
+  std::istringstream in(io::read_file_bytes(path, "train"));
   std::string line, kept;
   while (std::getline(in, line)) {
     try {
@@ -44,8 +47,7 @@ void truncate_metrics(const std::string& path, int64_t step) {
       break;  // a line cut short by a crash ends the usable log
     }
   }
-  in.close();
-  io::write_file_atomic(path, kept, "train: " + path);
+  io::write_file_atomic(path, kept, "train");
 }
 
 std::string format_evaluation(const char* split, int64_t step, const Evaluation& e) {
@@ -76,8 +78,10 @@ struct Run {
   std::string checkpoint, metrics_path;
   std::unique_ptr<Classifier> model;
   std::unique_ptr<AdamW> optimizer;
-  std::ofstream metrics;  // rank 0's; writes to it elsewhere go nowhere
-  int64_t step = 0;       // the last step done
+  std::unique_ptr<RunLock> lock;            // rank 0's, held for the whole run
+  std::unique_ptr<io::AppendFile> metrics;  // rank 0's
+  int64_t step = 0;             // the last step done
+  int64_t checkpoint_step = -1;  // the step of the checkpoint on disk (-1: none yet)
   // The shuffled order of the current epoch (shuffled_order of the epoch number).
   std::vector<int64_t> order;
   int64_t order_epoch = -1;
@@ -86,14 +90,36 @@ struct Run {
   double last_finite_loss = NAN;
 };
 
+// Locks the output folder for this run (train/run_lock.h) and refuses to
+// start afresh over a run already there, unless told to (--overwrite).
+void claim_folder(Run& run) {
+  const TrainOptions& options = run.options;
+  std::error_code error;
+  fs::create_directories(options.out, error);
+  if (error) fail("train: cannot create the output folder ", options.out, ": ", error.message());
+  run.lock = std::make_unique<RunLock>(options.out, "train");
+  if (options.resume) return;
+  const std::string existing = run_files_in(options.out);
+  if (existing.empty()) return;
+  check(options.overwrite, "train: ", options.out, " already holds a run (", existing, "); continue it with --resume ",
+        options.out, ", choose another --out, or pass --overwrite to replace it");
+  if (fs::is_regular_file(run.checkpoint)) fs::remove(run.checkpoint);  // not to be resumed with the new config
+}
+
 // Checks, data, model and optimizer (resumed from the checkpoint with
 // --resume), config.json, the first lines on stdout.
 std::unique_ptr<Run> set_up(const TrainOptions& options) {
-  check(options.batch >= 1, "train: --batch must be at least 1");
+  try {
+    validate_options(options);
+  } catch (const Error& error) {
+    fail("train: ", error.what());
+  }
   distributed::Communicator& comm = distributed::world();
   comm.set_timeout(options.collective_timeout);
-  check(options.bucket_mb > 0, "train: --bucket-mb must be positive, got ", options.bucket_mb);
   auto run = std::make_unique<Run>(options, comm);
+  run->checkpoint = (fs::path(options.out) / "checkpoint.safetensors").string();
+  run->metrics_path = (fs::path(options.out) / "metrics.jsonl").string();
+  if (run->lead) claim_folder(*run);
   if (options.threads > 0) set_num_threads(options.threads);
   run->task = load_task(options);
   const data::Dataset& train = run->task.train;
@@ -103,18 +129,20 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
   config.classes = train.classes;
   config.max_len = train.seq_len;
   config.validate();
+  check_model_size(config, options.batch, options.max_params,
+                   options.resume ? "train: " + (fs::path(options.out) / "config.json").string()
+                                  : std::string("train: the options"));
   dispatch::require_device(options.device);  // before any output is written
 
   run->steps_per_epoch = std::max<int64_t>(1, train.count / options.batch);
-  run->total = options.steps > 0 ? options.steps : options.epochs * run->steps_per_epoch;
+  if (options.steps > 0) run->total = options.steps;
+  else check(!__builtin_mul_overflow(options.epochs, run->steps_per_epoch, &run->total), "train: --epochs ",
+             options.epochs, " of ", run->steps_per_epoch, " steps each is more steps than fit in 64 bits");
   check(run->total >= 1, "train: nothing to do (0 steps)");
   run->eval_every = options.eval_every > 0 ? options.eval_every : run->steps_per_epoch;
   run->checkpoint_every = options.checkpoint_every > 0 ? options.checkpoint_every : run->eval_every;
   run->schedule = {options.lr, options.warmup >= 0 ? options.warmup : run->total / 10, run->total, 0.0};
 
-  fs::create_directories(options.out);
-  run->checkpoint = (fs::path(options.out) / "checkpoint.safetensors").string();
-  run->metrics_path = (fs::path(options.out) / "metrics.jsonl").string();
 
   run->model = std::make_unique<Classifier>(config, options.seed);
   Classifier& model = *run->model;
@@ -126,17 +154,20 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
   if (options.resume) {
     check(fs::exists(run->checkpoint), "train: --resume: no checkpoint at ", run->checkpoint);
     run->step = load_checkpoint(run->checkpoint, model, *run->optimizer);
+    check(run->step <= run->total, "train: checkpoint ", run->checkpoint, ": step ", run->step,
+          " is past the run's last step, ", run->total);
+    run->checkpoint_step = run->step;
     if (run->lead) truncate_metrics(run->metrics_path, run->step);
-  } else if (run->lead) {
-    std::ofstream(run->metrics_path, std::ios::trunc);
   }
   run->last_finite_step = run->step;
   distributed::broadcast_parameters(comm, model.named_parameters());
   if (run->lead) {
     Json options_json = options_to_json(options);
     options_json.set("model", config_to_json(config));
+    // Absolute: --resume from another working folder must read the same data.
+    if (!options.data.empty()) options_json.set("data", fs::absolute(options.data).lexically_normal().string());
     io::write_file_atomic((fs::path(options.out) / "config.json").string(), to_json(options_json) + "\n", "train");
-    run->metrics.open(run->metrics_path, std::ios::app);
+    run->metrics = std::make_unique<io::AppendFile>(run->metrics_path, "train", /*truncate=*/!options.resume);
   }
   std::printf("%s: %s, %lld parameters, %lld train / %lld val examples, T = %lld, %lld steps (%lld per epoch)%s\n",
               options.task.c_str(), config.attention.c_str(), (long long)model.parameter_count(),
@@ -152,6 +183,80 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
     std::printf("data parallel: %d ranks (%s), global batch %lld, gradient buckets of %.3g MB\n", comm.size(),
                 comm.backend().c_str(), (long long)options.batch, options.bucket_mb);
   return run;
+}
+
+// Where the run can be picked up again, for the messages that stop it.
+std::string kept_checkpoint(const Run& run) {
+  if (run.checkpoint_step < 0) return "no checkpoint was written yet";
+  return "the checkpoint of step " + std::to_string(run.checkpoint_step) + " is kept at " + run.checkpoint;
+}
+
+// Runs a write to the run folder; a failure (full disk, I/O error) stops
+// the run, saying what is kept, instead of leaving a log with holes.
+template <class Write>
+void write_or_stop(const Run& run, Write&& write) {
+  try {
+    write();
+  } catch (const Error& error) {
+    fail(error.what(), "; the run stops at step ", run.step, ", ", kept_checkpoint(run));
+  }
+}
+
+// The one way a run that stops being finite ends: what went non-finite and
+// where, the last finite loss, and the checkpoint kept (every checkpoint
+// written passed the checks of save_finite_checkpoint).
+[[noreturn]] void diverged(const Run& run, int64_t step, const std::string& what) {
+  std::ostringstream message;
+  message << "train: the run diverged at step " << step << ": " << what << "; ";
+  if (std::isnan(run.last_finite_loss)) message << "no earlier step of this session had a finite loss; ";
+  else message << "the last finite loss was " << run.last_finite_loss << " at step " << run.last_finite_step << "; ";
+  message << kept_checkpoint(run)
+          << " (lower --lr, raise --warmup or set --clip)";
+  throw Error(message.str());
+}
+
+// The name of the first tensor holding NaN or Inf, "" when all are finite.
+std::string first_non_finite(const NamedTensors& tensors) {
+  for (const auto& [name, tensor] : tensors)
+    for (double value : tensor.to_vector<double>())
+      if (!std::isfinite(value)) return name;
+  return "";
+}
+
+NamedTensors gradients_of(const NamedTensors& parameters) {
+  NamedTensors gradients;
+  for (const auto& [name, parameter] : parameters)
+    if (parameter.grad().defined()) gradients.emplace_back(name, parameter.grad());
+  return gradients;
+}
+
+std::string number(double value) {
+  std::ostringstream text;
+  text << value;
+  return text.str();
+}
+
+// Writes the checkpoint of this step if it is finite: parameters, optimizer
+// state and a loss computed with them (the evaluation of this step, else one
+// validation batch), so the checkpoint a divergence keeps can be resumed.
+void save_finite_checkpoint(Run& run, const std::optional<Evaluation>& evaluation) {
+  const int64_t step = run.step;
+  std::string culprit = first_non_finite(run.model->named_parameters());
+  if (!culprit.empty()) diverged(run, step, "the parameters after the step hold NaN or Inf ('" + culprit + "')");
+  culprit = first_non_finite(run.optimizer->state());
+  if (!culprit.empty()) diverged(run, step, "the optimizer state after the step holds NaN or Inf ('" + culprit + "')");
+  const double loss = evaluation ? evaluation->loss : evaluate(*run.model, run.task.val, run.options.batch, 1).loss;
+  if (!std::isfinite(loss))
+    diverged(run, step, "the parameters after the step give a validation loss of " + number(loss));
+  write_or_stop(run, [&] {
+    run.metrics->sync();
+    save_checkpoint(run.checkpoint, *run.model, *run.optimizer, step);
+  });
+  run.checkpoint_step = step;
+}
+
+void log_metrics(Run& run, const Json& line) {
+  write_or_stop(run, [&] { run.metrics->append(to_json(line) + "\n"); });
 }
 
 struct StepResult {
@@ -191,16 +296,20 @@ StepResult take_step(Run& run) {
     result.loss = loss.item() * shard.weight;
   }
   if (comm.size() > 1) comm.all_reduce_sum(&result.loss, 1);  // a NaN anywhere stops every rank here
-  if (!std::isfinite(result.loss))
-    fail("train: the loss is ", result.loss, " at step ", step, "; the last finite loss was ", run.last_finite_loss,
-         " at step ", run.last_finite_step, "; the last good checkpoint is kept at ", run.checkpoint);
+  if (!std::isfinite(result.loss)) diverged(run, step, "the loss is " + number(result.loss));
   if (loss.defined()) loss.backward(Tensor::full(loss.shape(), shard.weight, loss.dtype(), loss.device()));
   const auto reduce_start = std::chrono::steady_clock::now();
   const NamedTensors parameters = run.model->named_parameters();
   distributed::all_reduce_gradients(comm, parameters, run.bucket_bytes);
   result.allreduce_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - reduce_start).count();
-  result.grad_norm = options.clip > 0 ? clip_grad_norm(parameters, options.clip) : grad_norm(parameters);
+  result.grad_norm = grad_norm(parameters);
+  if (!std::isfinite(result.grad_norm)) {
+    const std::string culprit = first_non_finite(gradients_of(parameters));
+    diverged(run, step, "the gradient norm is " + number(result.grad_norm) + " (loss " + number(result.loss) + ")" +
+                            (culprit.empty() ? "" : "; the gradient of '" + culprit + "' holds NaN or Inf"));
+  }
+  if (options.clip > 0) clip_grad_norm(parameters, options.clip);
   run.optimizer->step();
   result.step_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   run.last_finite_loss = result.loss;
@@ -215,7 +324,7 @@ void log_step(Run& run, const StepResult& result, Progress& progress) {
     Json line = Json::object({{"type", "train"}, {"step", step}, {"epoch", result.epoch}, {"loss", result.loss},
                               {"lr", result.lr}, {"grad_norm", result.grad_norm}, {"step_ms", result.step_ms}});
     if (run.comm.size() > 1) line.set("allreduce_ms", result.allreduce_ms);
-    write_json_line(run.metrics, line);
+    log_metrics(run, line);
   }
   progress.update(step, result.epoch + 1, result.loss, result.lr);
 }
@@ -232,25 +341,38 @@ std::optional<Evaluation> evaluate_and_checkpoint(Run& run, bool stopping, Progr
   std::optional<Evaluation> evaluation;
   if (step % run.eval_every == 0 || step == run.total) {
     evaluation = evaluate_split(run, run.task.val);
+    if (!std::isfinite(evaluation->loss))
+      diverged(run, step, "the validation loss is " + number(evaluation->loss));
     if (run.lead)
-      write_json_line(run.metrics, Json::object({{"type", "eval"}, {"step", step}, {"val_loss", evaluation->loss},
-                                                 {"val_accuracy", evaluation->accuracy}}));
+      log_metrics(run, Json::object({{"type", "eval"}, {"step", step}, {"val_loss", evaluation->loss},
+                                    {"val_accuracy", evaluation->accuracy}}));
     progress.message(format_evaluation("val", step, *evaluation));
   }
   // Metrics first: a kill after the checkpoint's rename must find every line
   // up to its step on disk (resume drops only the lines after it).
-  if (run.lead) run.metrics.flush();
-  if (run.lead && (step % run.checkpoint_every == 0 || stopping))
-    save_checkpoint(run.checkpoint, *run.model, *run.optimizer, step);
+  if (run.lead && (step % run.checkpoint_every == 0 || stopping)) save_finite_checkpoint(run, evaluation);
   return evaluation;
+}
+
+// The signal of a requested stop (train/stop_request.h), agreed by every
+// rank: a rank that stops alone would leave the others waiting in the next
+// all-reduce.
+int agreed_stop_signal(Run& run) {
+  int signal = stop_requested();
+  if (run.comm.size() > 1) {
+    double stopping = signal != 0;
+    run.comm.all_reduce_sum(&stopping, 1);
+    if (stopping > 0 && signal == 0) signal = SIGTERM;
+  }
+  return signal;
 }
 
 // After the last step: the test split, when the task has one.
 void evaluate_test(Run& run) {
   Evaluation test = evaluate_split(run, run.task.test);
   if (run.lead)
-    write_json_line(run.metrics, Json::object({{"type", "test"}, {"step", run.step}, {"test_loss", test.loss},
-                                               {"test_accuracy", test.accuracy}}));
+    log_metrics(run, Json::object({{"type", "test"}, {"step", run.step}, {"test_loss", test.loss},
+                                   {"test_accuracy", test.accuracy}}));
   std::printf("%s\n", format_evaluation("test", run.step, test).c_str());
 }
 
@@ -264,8 +386,16 @@ Evaluation train(const TrainOptions& options) {
   while (run->step < run->total) {
     const StepResult result = take_step(*run);
     log_step(*run, result, progress);
-    const bool stopping = run->step == run->total || run->step == options.stop_at;
+    const int signal = agreed_stop_signal(*run);
+    const bool stopping = run->step == run->total || run->step == options.stop_at || signal != 0;
     if (auto evaluation = evaluate_and_checkpoint(*run, stopping, progress)) last_eval = evaluation;
+    if (signal != 0) {
+      progress.finish();
+      throw Interrupted(signal, run->step,
+                        std::string("train: stopped by ") + signal_name(signal) + " after step " +
+                            std::to_string(run->step) + "; its checkpoint and metrics are written (" +
+                            run->checkpoint + "); continue with --resume " + options.out);
+    }
     if (stopping) break;
   }
   progress.finish();

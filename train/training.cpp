@@ -40,61 +40,6 @@ std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, uint64_t stream) {
   return order;
 }
 
-Json options_to_json(const TrainOptions& o) {
-  return Json::object({{"task", o.task},
-                       {"data", o.data},
-                       {"seq_len", o.seq_len},
-                       {"batch", o.batch},
-                       {"epochs", o.epochs},
-                       {"steps", o.steps},
-                       {"train_limit", o.train_limit},
-                       {"val_size", o.val_size},
-                       {"lr", o.lr},
-                       {"warmup", o.warmup},
-                       {"weight_decay", o.weight_decay},
-                       {"clip", o.clip},
-                       {"seed", std::to_string(o.seed)},  // as a string: JSON numbers are doubles
-                       {"threads", o.threads},
-                       {"device", o.device.str()},
-                       {"log_every", o.log_every},
-                       {"eval_every", o.eval_every},
-                       {"eval_batches", o.eval_batches},
-                       {"checkpoint_every", o.checkpoint_every},
-                       {"attention_impl", o.fused_attention ? "fused" : "composed"},
-                       {"model", config_to_json(o.model)}});
-}
-
-TrainOptions options_from_json(const Json& json) {
-  TrainOptions o;
-  o.task = json.at("task").as_string();
-  o.data = json.at("data").as_string();
-  o.seq_len = json.at("seq_len").as_int();
-  o.batch = json.at("batch").as_int();
-  o.epochs = json.at("epochs").as_int();
-  o.steps = json.at("steps").as_int();
-  o.train_limit = json.at("train_limit").as_int();
-  o.val_size = json.at("val_size").as_int();
-  o.lr = json.at("lr").as_number();
-  o.warmup = json.at("warmup").as_int();
-  o.weight_decay = json.at("weight_decay").as_number();
-  o.clip = json.at("clip").as_number();
-  const std::string& seed = json.at("seed").as_string();
-  check(!seed.empty() && seed.find_first_not_of("0123456789") == std::string::npos && seed.size() <= 19,
-        "config: seed must be a decimal string, got \"", seed, "\"");
-  o.seed = std::stoull(seed);
-  o.threads = static_cast<int>(json.at("threads").as_int());
-  if (json.contains("device")) o.device = dispatch::parse_device(json.at("device").as_string());  // absent before CUDA
-  o.log_every = json.at("log_every").as_int();
-  o.eval_every = json.at("eval_every").as_int();
-  o.eval_batches = json.at("eval_batches").as_int();
-  o.checkpoint_every = json.at("checkpoint_every").as_int();
-  const std::string& impl = json.at("attention_impl").as_string();
-  check(impl == "fused" || impl == "composed", "config: attention_impl must be fused or composed, got \"", impl, "\"");
-  o.fused_attention = impl == "fused";
-  o.model = config_from_json(json.at("model"));
-  return o;
-}
-
 TaskData load_task(const TrainOptions& options) {
   TaskData task;
   const std::string& folder = options.data;

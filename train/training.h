@@ -15,6 +15,9 @@ class Json;
 
 namespace hkt::models {
 
+// More CPU threads than any machine has is a typo (or a wrapped number).
+constexpr int kMaxThreads = 4096;
+
 struct TrainOptions {
   std::string task = "listops";  // listops | fmnist | imdb | cifar10
   std::string data;              // folder of the task's files ("" = the task's default)
@@ -39,6 +42,8 @@ struct TrainOptions {
   int64_t eval_batches = 0;      // > 0: evaluate on this many batches only
   int64_t checkpoint_every = 0;  // 0: at each evaluation
   bool resume = false;
+  bool overwrite = false;        // a fresh run may replace the run already in `out`
+  double max_params = 1e9;       // a larger model is refused before anything is allocated (models/model_size.h)
   int64_t stop_at = 0;           // > 0: stop after this step, as if interrupted (tests)
   bool detect_anomaly = false;   // check every op's output and gradient for NaN/Inf (slow; not saved in config.json)
   // Data parallelism (hkt-train under mpirun, docs/ARCHITECTURE.md); none of
@@ -49,9 +54,16 @@ struct TrainOptions {
 };
 
 // The options as written to OUT/config.json, and back (for --resume DIR);
-// from_json throws naming a missing key or a value of the wrong type.
+// from_json throws naming a missing key, a value of the wrong type or one
+// validate_options refuses.
 Json options_to_json(const TrainOptions& options);
 TrainOptions options_from_json(const Json& json);
+
+// The ranges every option must lie in, wherever it came from (command line,
+// a run's config.json, a caller of train()): throws hkt::Error naming the
+// config.json key and the flag, e.g. "log_every (--log-every) must be at
+// least 1, got 0". train() calls it before anything else.
+void validate_options(const TrainOptions& options);
 
 // A permutation of [0, n) fixed by (seed, stream); epoch e reads the training
 // set in shuffled_order(n, seed, e), so data order is a function of the step.
