@@ -32,6 +32,11 @@ ModelConfig tiny_config(const std::string& attention, int64_t levels = 3, bool c
   return config;
 }
 
+ModelConfig with_pointwise(ModelConfig config) {
+  config.down_pointwise = true;
+  return config;
+}
+
 void set_values(const Tensor& parameter, double value) {
   std::vector<double> values(static_cast<size_t>(parameter.numel()), value);
   Tensor filled = Tensor::from_doubles(values, parameter.shape(), parameter.dtype());
@@ -196,15 +201,18 @@ TEST_CASE("whole tiny classifiers pass a float64 gradient check") {
   struct Case {
     std::string attention;
     int64_t levels, stride;
-    bool causal;
+    bool causal, pointwise = false;
   };
-  const Case cases[] = {{"mha", 1, 2, false}, {"mha", 1, 2, true},  {"hkt", 1, 2, false}, {"hkt", 2, 2, false},
-                        {"hkt", 3, 2, false}, {"hkt", 4, 2, false}, {"hkt", 3, 3, false}, {"hkt", 3, 2, true},
-                        {"hkt", 4, 3, true}};
+  const Case cases[] = {{"mha", 1, 2, false},      {"mha", 1, 2, true},       {"hkt", 1, 2, false},
+                        {"hkt", 2, 2, false},      {"hkt", 3, 2, false},      {"hkt", 4, 2, false},
+                        {"hkt", 3, 3, false},      {"hkt", 3, 2, true},       {"hkt", 4, 3, true},
+                        {"hkt", 3, 2, false, true}, {"hkt", 4, 3, true, true}};
   for (const Case& c : cases) {
-    INFO(c.attention << " levels " << c.levels << " stride " << c.stride << " causal " << c.causal);
+    INFO(c.attention << " levels " << c.levels << " stride " << c.stride << " causal " << c.causal << " pointwise "
+                     << c.pointwise);
     ModelConfig config = tiny_config(c.attention, c.levels, c.causal);
     config.stride = c.stride;
+    config.down_pointwise = c.pointwise;
     Classifier model(config, 11);
     model.to(DType::Float64);
     // T = 7 is not a multiple of s^(L−1); the second example is padded.
@@ -247,12 +255,15 @@ TEST_CASE("classifiers reject bad input with a clear message") {
 }
 
 TEST_CASE("fused and composed attention give the same classifier logits and gradients (float64)") {
-  for (auto [attention, levels, stride, causal] :
-       {std::tuple<const char*, int64_t, int64_t, bool>{"mha", 1, 2, false}, {"mha", 1, 2, true},
-        {"hkt", 3, 2, false}, {"hkt", 4, 3, true}, {"hkt", 2, 2, true}}) {
-    INFO(attention << " levels " << levels << " stride " << stride << " causal " << causal);
+  for (auto [attention, levels, stride, causal, pointwise] :
+       {std::tuple<const char*, int64_t, int64_t, bool, bool>{"mha", 1, 2, false, false}, {"mha", 1, 2, true, false},
+        {"hkt", 3, 2, false, false}, {"hkt", 4, 3, true, false}, {"hkt", 2, 2, true, false},
+        {"hkt", 3, 2, true, true}}) {
+    INFO(attention << " levels " << levels << " stride " << stride << " causal " << causal << " pointwise "
+                   << pointwise);
     ModelConfig config = tiny_config(attention, levels, causal);
     config.stride = stride;
+    config.down_pointwise = pointwise;
     Tensor tokens = Tensor::from_vector<int64_t>({1, 4, 2, 9, 3, 3, 0, 5, 5, 8, 1, 2, 7, 7}, {2, 7});
     Tensor lengths = lengths_tensor({7, 1}), labels = lengths_tensor({2, 0});  // a row with a single valid key
     std::vector<std::vector<double>> logits, grads;
@@ -272,5 +283,83 @@ TEST_CASE("fused and composed attention give the same classifier logits and grad
     double scale = 0;
     for (double g : grads[1]) scale = std::max(scale, std::abs(g));
     for (size_t i = 0; i < grads[0].size(); ++i) CHECK(std::abs(grads[0][i] - grads[1][i]) <= 1e-10 * scale);
+  }
+}
+
+TEST_CASE("down_pointwise adds blocks.{i}.attn.down.{l}.pointwise.{weight,bias} [d, d], [d] (SPEC sections 2, 5)") {
+  HKTClassifier model(with_pointwise(tiny_config("hkt", 3)), 0);
+  std::map<std::string, Shape> shapes;
+  for (auto& [name, value] : model.named_parameters()) shapes[name] = value.shape();
+  for (const char* name : {"blocks.0.attn.down.1.pointwise.weight", "blocks.1.attn.down.2.pointwise.weight"}) {
+    INFO(name);
+    REQUIRE(shapes.count(name) == 1);
+    CHECK(shapes[name] == Shape{8, 8});
+  }
+  CHECK(shapes.at("blocks.1.attn.down.1.pointwise.bias") == Shape{8});
+  CHECK(shapes.size() == 2 * (36 + 4) + 6);  // two levels × (weight, bias) more per block
+  // Without the key nothing changes, including every random draw of the init.
+  HKTClassifier plain(tiny_config("hkt", 3), 0);
+  for (auto& [name, value] : plain.named_parameters()) CHECK(name.find("pointwise") == std::string::npos);
+  // MHA and L = 1 have no downsampling, so the key adds nothing there.
+  CHECK(Classifier(with_pointwise(tiny_config("mha")), 0).named_parameters().size() ==
+        Classifier(tiny_config("mha"), 0).named_parameters().size());
+  CHECK(HKTClassifier(with_pointwise(tiny_config("hkt", 1)), 0).named_parameters().size() ==
+        HKTClassifier(tiny_config("hkt", 1), 0).named_parameters().size());
+}
+
+TEST_CASE("with the identity as pointwise projection, HKT attention equals HKT without it") {
+  for (auto [causal, fused] : {std::pair{false, true}, {true, true}, {false, false}, {true, false}}) {
+    INFO("causal " << causal << " fused " << fused);
+    Generator first(21), second(22);
+    HKTAttention plain(tiny_config("hkt", 3, causal), first);
+    HKTAttention projected(with_pointwise(tiny_config("hkt", 3, causal)), second);
+    std::map<std::string, Tensor> plain_parameters;
+    for (auto& [name, value] : plain.named_parameters()) plain_parameters[name] = value;
+    for (auto& [name, value] : projected.named_parameters()) {
+      if (name.find("pointwise") != std::string::npos) continue;
+      INFO(name);
+      REQUIRE(plain_parameters.count(name) == 1);
+      copy_values(value, plain_parameters[name]);
+    }
+    set_values(plain.gate_logit, 0.4);
+    set_values(projected.gate_logit, 0.4);
+    for (const auto& downsample : projected.down) {
+      std::vector<double> identity(64, 0.0);
+      for (int c = 0; c < 8; ++c) identity[c * 8 + c] = 1.0;
+      copy_values(downsample->pointwise->weight, Tensor::from_doubles(identity, {8, 8}, DType::Float32));
+    }
+    std::vector<int64_t> lengths{9, 6};
+    SequenceMask mask = SequenceMask::build(lengths_tensor(lengths), 9, causal, DType::Float32, Device::cpu(), fused);
+    Tensor x = random_tensor({2, 9, 8}, 23, DType::Float32);
+    CHECK(max_diff_valid_rows(projected.forward(x, mask), plain.forward(x, mask), lengths) <= 1e-6);
+    CHECK(hkt::testing::max_abs_diff(projected.level_inputs(x, mask)[2], plain.level_inputs(x, mask)[2]) <= 1e-6);
+    // The projection is used: another matrix changes the coarse levels' inputs.
+    copy_values(projected.down[0]->pointwise->weight, random_tensor({8, 8}, 26, DType::Float32));
+    CHECK(hkt::testing::max_abs_diff(projected.level_inputs(x, mask)[1], plain.level_inputs(x, mask)[1]) > 0.1);
+  }
+}
+
+TEST_CASE("causal HKT with the pointwise projection: output i has zero gradient from every later input") {
+  for (bool fused : {true, false}) {
+    INFO("fused " << fused);
+    Generator generator(24);
+    HKTAttention attention(with_pointwise(tiny_config("hkt", 3, true)), generator);
+    attention.to(DType::Float64);
+    set_values(attention.gate_logit, 0.3);
+    const int64_t length = 11;
+    SequenceMask mask =
+        SequenceMask::build(lengths_tensor({length}), length, true, DType::Float64, Device::cpu(), fused);
+    for (int64_t i = 0; i < length; ++i) {
+      Tensor x = random_tensor({1, length, 8}, 25);
+      x.requires_grad_();
+      sum(slice(attention.forward(x, mask), 1, i, i + 1)).backward();
+      auto grad = x.grad().to_vector<double>();
+      double later = 0, earlier = 0;
+      for (int64_t j = 0; j < length; ++j)
+        for (int64_t c = 0; c < 8; ++c) (j > i ? later : earlier) += std::abs(grad[j * 8 + c]);
+      INFO("output " << i);
+      CHECK(later == 0.0);
+      CHECK(earlier > 0.0);
+    }
   }
 }

@@ -1,6 +1,8 @@
 // models::train: the loop of tools/hkt-train. Data order, learning rate and
 // parameters depend only on the seed, the step and the thread count, so a
-// resumed run continues exactly where the checkpoint left off.
+// resumed run continues exactly where the checkpoint left off. The model of
+// the best validation accuracy is kept (best.safetensors) and is the one the
+// test split scores at the end, as the test set must not choose the step.
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -74,6 +76,9 @@ struct Run {
   int64_t steps_per_epoch = 0, total = 0, eval_every = 0, checkpoint_every = 0;
   LearningRateSchedule schedule;
   std::string checkpoint, metrics_path;
+  std::string best_checkpoint;   // the parameters of the best validation accuracy so far
+  double best_accuracy = -1;     // rank 0's: -1 until the first evaluation
+  int64_t best_step = 0;
   std::unique_ptr<Classifier> model;
   std::unique_ptr<AdamW> optimizer;
   std::ofstream metrics;  // rank 0's; writes to it elsewhere go nowhere
@@ -85,6 +90,20 @@ struct Run {
   int64_t last_finite_step = 0;
   double last_finite_loss = NAN;
 };
+
+// The best validation accuracy up to the resumed step, from the metrics
+// lines resume kept. A best.safetensors written after that step is written
+// again when the run gets there (the same step gives the same accuracy).
+void restore_best(Run& run) {
+  std::ifstream in(run.metrics_path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const Json entry = parse_json(line);
+    if (entry.at("type").as_string() != "eval") continue;
+    const double accuracy = entry.at("val_accuracy").as_number();
+    if (accuracy > run.best_accuracy) run.best_accuracy = accuracy, run.best_step = entry.at("step").as_int();
+  }
+}
 
 // Checks, data, model and optimizer (resumed from the checkpoint with
 // --resume), config.json, the first lines on stdout.
@@ -115,6 +134,7 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
   fs::create_directories(options.out);
   run->checkpoint = (fs::path(options.out) / "checkpoint.safetensors").string();
   run->metrics_path = (fs::path(options.out) / "metrics.jsonl").string();
+  run->best_checkpoint = (fs::path(options.out) / "best.safetensors").string();
 
   run->model = std::make_unique<Classifier>(config, options.seed);
   Classifier& model = *run->model;
@@ -126,9 +146,13 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
   if (options.resume) {
     check(fs::exists(run->checkpoint), "train: --resume: no checkpoint at ", run->checkpoint);
     run->step = load_checkpoint(run->checkpoint, model, *run->optimizer);
-    if (run->lead) truncate_metrics(run->metrics_path, run->step);
+    if (run->lead) {
+      truncate_metrics(run->metrics_path, run->step);
+      if (fs::exists(run->best_checkpoint)) restore_best(*run);
+    }
   } else if (run->lead) {
     std::ofstream(run->metrics_path, std::ios::trunc);
+    fs::remove(run->best_checkpoint);  // a previous run's in this folder
   }
   run->last_finite_step = run->step;
   distributed::broadcast_parameters(comm, model.named_parameters());
@@ -236,6 +260,11 @@ std::optional<Evaluation> evaluate_and_checkpoint(Run& run, bool stopping, Progr
       write_json_line(run.metrics, Json::object({{"type", "eval"}, {"step", step}, {"val_loss", evaluation->loss},
                                                  {"val_accuracy", evaluation->accuracy}}));
     progress.message(format_evaluation("val", step, *evaluation));
+    if (run.lead && evaluation->accuracy > run.best_accuracy) {  // ties keep the earlier step
+      run.best_accuracy = evaluation->accuracy;
+      run.best_step = step;
+      save_checkpoint(run.best_checkpoint, *run.model, *run.optimizer, step);
+    }
   }
   // Metrics first: a kill after the checkpoint's rename must find every line
   // up to its step on disk (resume drops only the lines after it).
@@ -245,13 +274,17 @@ std::optional<Evaluation> evaluate_and_checkpoint(Run& run, bool stopping, Progr
   return evaluation;
 }
 
-// After the last step: the test split, when the task has one.
+// After the last step: the test split, once, scored by the parameters of the
+// best validation accuracy (every rank loads them once rank 0 has written them).
 void evaluate_test(Run& run) {
+  run.comm.barrier();
+  const int64_t best_step = load_checkpoint(run.best_checkpoint, *run.model, *run.optimizer);
   Evaluation test = evaluate_split(run, run.task.test);
   if (run.lead)
-    write_json_line(run.metrics, Json::object({{"type", "test"}, {"step", run.step}, {"test_loss", test.loss},
-                                               {"test_accuracy", test.accuracy}}));
-  std::printf("%s\n", format_evaluation("test", run.step, test).c_str());
+    write_json_line(run.metrics, Json::object({{"type", "test"}, {"step", run.step}, {"best_step", best_step},
+                                               {"test_loss", test.loss}, {"test_accuracy", test.accuracy}}));
+  std::printf("%s (the model of step %lld, the best validation accuracy)\n",
+              format_evaluation("test", run.step, test).c_str(), (long long)best_step);
 }
 
 }  // namespace
