@@ -59,6 +59,11 @@ expect "hkt-train --resume $RUNS/listops-ablation/hkt-L1-seed0 --threads 1" "$fo
 
 # The summary, from the results alone (the run folders removed).
 rm -rf "$RUNS"
+mkdir -p "$RESULTS/cost/step-L3" "$RESULTS/analysis/hkt-seed0"
+printf '{"bench":"step","model":"mha","median_ms":700}\n{"bench":"step","model":"hkt","median_ms":1000}\n' \
+  >"$RESULTS/cost/step-L3/output.jsonl"
+printf '{"kurtosis":[{"block":0,"level":"fused","kappa":33.0},{"block":0,"level":0,"kappa":2.0}],"bilinear":[%s]}\n' \
+  '{"block":0,"level":0,"head":0,"norm":5.0,"symmetric":4.0,"antisymmetric":3.0}' >"$RESULTS/analysis/hkt-seed0/output.jsonl"
 printf 'intro\n<!-- reproduce-summary:begin -->\nold\n<!-- reproduce-summary:end -->\nrest\n' >"$RESULTS_MD"
 "$repo/scripts/reproduce.sh" summary >"$folder/out.txt"
 summary="$RESULTS/summary.md"
@@ -67,6 +72,8 @@ expect "| HKT (L = 3) | 1000 | 3 | 36.00 ± 1.00 | 36.00 ± 1.00 | 10 ± 0 |" "$
 expect "seed 0: +5.00, seed 1: +5.00, seed 2: +5.00." "$summary"
 expect "**Verdict: confirmed (the interval lies above 0)**" "$summary"
 expect "**Verdict: not evaluable yet (3 and 0 of 3 seeds finished)**" "$summary"
+expect "| 3 | 700 | 1000 | 1.43 | 1.3125 | 1.31× |" "$summary"
+expect "| HKT | 1 | 33.0 | l = 0: 2.0 | 36.0 % |" "$summary"  # (3 / 5)^2 of ‖M‖² is antisymmetric
 if grep -qx old "$RESULTS_MD"; then fail "the old text between the markers was kept"; fi
 expect "HKT (L = 3) | 1000 | 3" "$RESULTS_MD"
 expect "rest" "$RESULTS_MD"
