@@ -276,9 +276,12 @@ std::optional<Evaluation> evaluate_and_checkpoint(Run& run, bool stopping, Progr
 
 // After the last step: the test split, once, scored by the parameters of the
 // best validation accuracy (every rank loads them once rank 0 has written them).
+// A run folder from before best.safetensors existed, resumed at its last
+// step, has none: its final parameters are tested.
 void evaluate_test(Run& run) {
   run.comm.barrier();
-  const int64_t best_step = load_checkpoint(run.best_checkpoint, *run.model, *run.optimizer);
+  int64_t best_step = run.step;
+  if (fs::exists(run.best_checkpoint)) best_step = load_checkpoint(run.best_checkpoint, *run.model, *run.optimizer);
   Evaluation test = evaluate_split(run, run.task.test);
   if (run.lead)
     write_json_line(run.metrics, Json::object({{"type", "test"}, {"step", run.step}, {"best_step", best_step},
