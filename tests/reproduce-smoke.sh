@@ -57,6 +57,15 @@ mkdir -p "$RUNS/listops-ablation/hkt-L1-seed0" && touch "$RUNS/listops-ablation/
 "$repo/scripts/reproduce.sh" --dry-run run listops-ablation/hkt-L1-seed0 >"$folder/out.txt"
 expect "hkt-train --resume $RUNS/listops-ablation/hkt-L1-seed0 --threads 1" "$folder/out.txt"
 
+# The statistics against published values: t(0.975) for 1, 2 and 30 degrees
+# of freedom, and scipy's ttest_ind([1, 2, 3], [4, 5, 7], equal_var=False).
+PYTHONPATH="$repo/scripts" python3 -c '
+from reproduce_stats import t_quantile, welch
+assert [round(t_quantile(0.975, df), 3) for df in (1, 2, 30)] == [12.706, 4.303, 2.042]
+t, df, p = welch([1, 2, 3], [4, 5, 7])
+assert (round(t, 4), round(df, 3), round(p, 4)) == (-3.1623, 3.448, 0.0419), (t, df, p)
+' || fail "the statistics disagree with the published values"
+
 # The summary, from the results alone (the run folders removed).
 rm -rf "$RUNS"
 mkdir -p "$RESULTS/cost/step-L3" "$RESULTS/analysis/hkt-seed0"
