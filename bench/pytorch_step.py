@@ -45,10 +45,10 @@ The optimizer is torch.optim.AdamW with fused=True (one kernel over all
 parameters) where this PyTorch has it on CPU, else foreach; the same in every
 mode.
 
-HKT configuration: hkt-train's defaults (L = 3, s = 2, k = 3, kc = 5,
-bidirectional). SPEC section 2's `down_pointwise` projection is not in
-hkt-train yet (no flag, no parameter), so this runs without it, as hkt-train
-does; --down-pointwise adds it for when hkt-train has it.
+HKT configuration: L = 3, s = 2, k = 3, kc = 5, bidirectional, without SPEC
+section 2's `down_pointwise` projection, as `hkt-bench step` runs by default
+(hkt-train has it on by default; --down-pointwise here and in `hkt-bench
+step` adds it).
 
 Prints one JSON line per (model, mode): the median, min and max step time
 over the steps after --warmup (the steps that compile are warm-up), the first

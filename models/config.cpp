@@ -26,7 +26,6 @@ void ModelConfig::validate() const {
   check(d_model % n_heads == 0, "config: d_model ", d_model, " is not divisible by n_heads ", n_heads);
 }
 
-
 Json config_to_json(const ModelConfig& c) {
   return Json::object({{"attention", c.attention},
                        {"vocab", c.vocab},
@@ -40,7 +39,8 @@ Json config_to_json(const ModelConfig& c) {
                        {"stride", c.stride},
                        {"down_kernel", c.down_kernel},
                        {"conv_kernel", c.conv_kernel},
-                       {"causal", c.causal}});
+                       {"causal", c.causal},
+                       {"down_pointwise", c.down_pointwise}});
 }
 
 ModelConfig config_from_json(const Json& json) {
@@ -58,6 +58,7 @@ ModelConfig config_from_json(const Json& json) {
   c.down_kernel = json.at("down_kernel").as_int();
   c.conv_kernel = json.at("conv_kernel").as_int();
   c.causal = json.at("causal").as_bool();
+  if (json.contains("down_pointwise")) c.down_pointwise = json.at("down_pointwise").as_bool();  // absent: older files
   return c;
 }
 

@@ -23,6 +23,9 @@ struct ModelConfig {
   int64_t down_kernel = 3;  // k of the downsampling convolution (SPEC section 2)
   int64_t conv_kernel = 5;  // kc of the hybrid head's convolution (SPEC section 4)
   bool causal = false;
+  // HKT: a pointwise d × d projection after each downsampling convolution
+  // (SPEC section 2). Configs written before it existed lack the key: false.
+  bool down_pointwise = false;
 
   int64_t head_dim() const { return d_model / n_heads; }
   // The levels the attention computes: `levels` for HKT, 1 for MHA (which

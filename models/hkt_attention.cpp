@@ -26,15 +26,21 @@ LevelProjections::LevelProjections(int64_t d, Generator& generator) {
   k = register_module("k", std::make_shared<nn::Linear>(d, d, generator));
 }
 
-Downsample::Downsample(int64_t d, int64_t kernel, int64_t stride_, Generator& generator) : stride(stride_) {
+Downsample::Downsample(int64_t d, int64_t kernel, int64_t stride_, bool with_pointwise, Generator& generator)
+    : stride(stride_) {
   const double std = 1.0 / std::sqrt(static_cast<double>(kernel));
   weight = register_parameter("weight", randn({d, kernel}, generator, DType::Float32, Device::cpu(), 0.0, std));
   bias = register_parameter("bias", Tensor::zeros({d}));
+  // Initialised as every Linear; drawn after the convolution's weights, so a
+  // model without it draws exactly what it drew before the key existed.
+  if (with_pointwise) pointwise = register_module("pointwise", std::make_shared<nn::Linear>(d, d, generator));
   ln = register_module("ln", std::make_shared<nn::LayerNorm>(d));
 }
 
 Tensor Downsample::forward(const Tensor& x) const {
-  return gelu(ln->forward(depthwise_conv1d(x, weight, bias, stride)));
+  Tensor mixed = depthwise_conv1d(x, weight, bias, stride);
+  if (pointwise) mixed = pointwise->forward(mixed);  // one coarse token at a time: causality unchanged
+  return gelu(ln->forward(mixed));
 }
 
 CausalConv::CausalConv(int64_t d, int64_t kernel, Generator& generator) {
@@ -54,7 +60,8 @@ HKTAttention::HKTAttention(const ModelConfig& config, Generator& generator) : co
     auto down_list = register_module("down", std::make_shared<Module>());
     for (int64_t l = 1; l < config.levels; ++l)
       down.push_back(down_list->register_module(
-          std::to_string(l), std::make_shared<Downsample>(d, config.down_kernel, config.stride, generator)));
+          std::to_string(l), std::make_shared<Downsample>(d, config.down_kernel, config.stride, config.down_pointwise,
+                                                          generator)));
   }
   level_logits = register_parameter("level_logits", Tensor::zeros({config.n_heads, config.levels}));
   conv = register_module("conv", std::make_shared<CausalConv>(d, config.conv_kernel, generator));

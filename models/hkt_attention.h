@@ -17,12 +17,14 @@ struct LevelProjections : Module {
 };
 
 // Causal strided downsampling to level l (SPEC section 2):
-// X^(l) = GELU(LayerNorm(depthwise_conv1d(X^(l-1), weight, bias, s))).
+// Y = depthwise_conv1d(X^(l-1), weight, bias, s), Z = pointwise(Y) when the
+// config has down_pointwise (else Z = Y), X^(l) = GELU(LayerNorm(Z)).
 struct Downsample : Module {
-  Parameter weight, bias;  // [d, k], [d]
+  Parameter weight, bias;                  // [d, k], [d]
+  std::shared_ptr<nn::Linear> pointwise;  // [d, d], [d]; null without down_pointwise
   std::shared_ptr<nn::LayerNorm> ln;
   int64_t stride;
-  Downsample(int64_t d, int64_t kernel, int64_t stride, Generator& generator);
+  Downsample(int64_t d, int64_t kernel, int64_t stride, bool pointwise, Generator& generator);
   Tensor forward(const Tensor& x) const;
 };
 

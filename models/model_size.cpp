@@ -19,6 +19,7 @@ double parameter_count(const ModelConfig& c) {
     attention = levels * 2 * linear(d, d)                                          // per level q, k
                 + 2 * linear(d, d)                                                 // v, o
                 + (levels - 1) * (d * static_cast<double>(c.down_kernel) + d + layer_norm)  // downsampling
+                + (c.down_pointwise ? (levels - 1) * linear(d, d) : 0.0)                // its pointwise projection
                 + heads * levels                                                   // level_logits
                 + d * static_cast<double>(c.conv_kernel) + d                       // hybrid head's conv
                 + heads;                                                           // gate_logit

@@ -5,6 +5,7 @@ packages=(cmake g++ make libopenblas-openmp-dev catch2 zlib1g-dev dataset-fashio
 # scripts/fuzz.sh: clang with libFuzzer's runtime and clang's OpenMP (Debian 12 ships clang 14).
 packages+=(clang libclang-rt-14-dev libomp-14-dev)
 packages+=(libopenmpi-dev openmpi-bin)  # MPI: data-parallel hkt-train and its tests
+packages+=(python3)  # scripts/reproduce_summary.py (the experiment tables) and its smoke test
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive

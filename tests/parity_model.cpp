@@ -22,7 +22,7 @@ using namespace hkt::testing;
 
 namespace {
 
-ModelConfig small_config(const std::string& attention, bool causal) {
+ModelConfig small_config(const std::string& attention, bool causal, bool down_pointwise = false) {
   ModelConfig config;
   config.attention = attention;
   config.vocab = 13;
@@ -35,6 +35,7 @@ ModelConfig small_config(const std::string& attention, bool causal) {
   config.levels = attention == "hkt" ? 3 : 1;
   config.stride = 2;
   config.causal = causal;
+  config.down_pointwise = down_pointwise;
   return config;
 }
 
@@ -61,9 +62,10 @@ bool fused_attention_on_cuda() {
          dispatch::has_kernel("multiscale_attention", DeviceType::CUDA);
 }
 
-void check_one_step(const std::string& attention, bool causal, bool fused) {
-  INFO(attention << (causal ? " causal" : " bidirectional") << (fused ? ", fused attention" : ", composed attention"));
-  const ModelConfig config = small_config(attention, causal);
+void check_one_step(const std::string& attention, bool causal, bool fused, bool down_pointwise = false) {
+  INFO(attention << (causal ? " causal" : " bidirectional") << (fused ? ", fused attention" : ", composed attention")
+                 << (down_pointwise ? ", pointwise downsampling" : ""));
+  const ModelConfig config = small_config(attention, causal, down_pointwise);
   Classifier cpu_model(config, 7), gpu_model(config, 7);
   cpu_model.set_fused_attention(fused);
   gpu_model.set_fused_attention(fused);
@@ -141,6 +143,13 @@ TEST_CASE("parity model: the same checks with the fused attention kernels") {
     for (bool causal : {false, true}) check_one_step(attention, causal, true);
   check_loss_curve("mha", true);
   check_loss_curve("hkt", true);
+}
+
+TEST_CASE("parity model: HKT with the pointwise downsampling projection (SPEC section 2)") {
+  HKT_PARITY_OR_SKIP();
+  for (bool causal : {false, true}) check_one_step("hkt", causal, false, true);
+  if (fused_attention_on_cuda())
+    for (bool causal : {false, true}) check_one_step("hkt", causal, true, true);
 }
 
 #ifdef HKT_WITH_CUDA

@@ -136,6 +136,27 @@ TEST_CASE("gradcheck passes on correct HKT and MHA models, fused and composed") 
       }
 }
 
+TEST_CASE("grads and gradcheck list the pointwise downsampling projection and pass on it") {
+  models::ModelConfig config = tiny_config("hkt");
+  config.down_pointwise = true;
+  models::Classifier model(config, 2);
+  perturb(model);
+  backward_loss(model, tiny_batch());
+  const std::string table = gradient_table(gradient_rows(model));
+  for (const char* name : {"blocks.0.attn.down.1.pointwise.weight", "blocks.1.attn.down.2.pointwise.bias"})
+    CHECK(table.find(name) != std::string::npos);
+  GradcheckSettings settings;
+  settings.per_parameter = 3;
+  int pointwise_rows = 0;
+  for (const GradcheckRow& row : gradcheck_model(model, tiny_batch(), settings)) {
+    if (row.name.find(".pointwise.") == std::string::npos) continue;
+    ++pointwise_rows;
+    INFO(row.name << ": analytic " << row.analytic << " numeric " << row.numeric);
+    CHECK(row.passed);
+  }
+  CHECK(pointwise_rows == 8);  // 2 blocks × levels 1, 2 × weight, bias
+}
+
 TEST_CASE("gradcheck fails exactly on gate_logit when the test fault doubles its gradient") {
   models::Classifier model(tiny_config("hkt"), 1);
   perturb(model);

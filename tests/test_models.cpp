@@ -33,6 +33,11 @@ ModelConfig tiny_config(const std::string& attention, int64_t levels = 3, bool c
   return config;
 }
 
+ModelConfig with_pointwise(ModelConfig config) {
+  config.down_pointwise = true;
+  return config;
+}
+
 void set_values(const Tensor& parameter, double value) {
   std::vector<double> values(static_cast<size_t>(parameter.numel()), value);
   Tensor filled = Tensor::from_doubles(values, parameter.shape(), parameter.dtype());
@@ -150,10 +155,14 @@ TEST_CASE("with beta = 0, HKT attention equals the causal convolution of V") {
 
 TEST_CASE("causal HKT: output i has exactly zero gradient with respect to every later input") {
   for (int64_t levels : {1, 2, 3, 4}) {
-    for (auto [stride, fused] : {std::pair<int64_t, bool>{2, true}, {3, true}, {2, false}, {3, false}}) {
-      INFO("levels " << levels << " stride " << stride << " fused " << fused);
+    for (auto [stride, fused, pointwise] :
+         {std::tuple<int64_t, bool, bool>{2, true, false}, {3, true, false}, {2, false, false}, {3, false, false},
+          {2, true, true}, {3, false, true}}) {  // the pointwise projection mixes one coarse token at a time
+      if (pointwise && levels == 1) continue;   // no downsampling to project
+      INFO("levels " << levels << " stride " << stride << " fused " << fused << " pointwise " << pointwise);
       ModelConfig config = tiny_config("hkt", levels, true);
       config.stride = stride;
+      config.down_pointwise = pointwise;
       Generator generator(5);
       HKTAttention attention(config, generator);
       attention.to(DType::Float64);
@@ -197,15 +206,18 @@ TEST_CASE("whole tiny classifiers pass a float64 gradient check") {
   struct Case {
     std::string attention;
     int64_t levels, stride;
-    bool causal;
+    bool causal, pointwise = false;
   };
-  const Case cases[] = {{"mha", 1, 2, false}, {"mha", 1, 2, true},  {"hkt", 1, 2, false}, {"hkt", 2, 2, false},
-                        {"hkt", 3, 2, false}, {"hkt", 4, 2, false}, {"hkt", 3, 3, false}, {"hkt", 3, 2, true},
-                        {"hkt", 4, 3, true}};
+  const Case cases[] = {{"mha", 1, 2, false},      {"mha", 1, 2, true},       {"hkt", 1, 2, false},
+                        {"hkt", 2, 2, false},      {"hkt", 3, 2, false},      {"hkt", 4, 2, false},
+                        {"hkt", 3, 3, false},      {"hkt", 3, 2, true},       {"hkt", 4, 3, true},
+                        {"hkt", 3, 2, false, true}, {"hkt", 4, 3, true, true}};
   for (const Case& c : cases) {
-    INFO(c.attention << " levels " << c.levels << " stride " << c.stride << " causal " << c.causal);
+    INFO(c.attention << " levels " << c.levels << " stride " << c.stride << " causal " << c.causal << " pointwise "
+                     << c.pointwise);
     ModelConfig config = tiny_config(c.attention, c.levels, c.causal);
     config.stride = c.stride;
+    config.down_pointwise = c.pointwise;
     Classifier model(config, 11);
     model.to(DType::Float64);
     // T = 7 is not a multiple of s^(L−1); the second example is padded.
@@ -248,12 +260,15 @@ TEST_CASE("classifiers reject bad input with a clear message") {
 }
 
 TEST_CASE("fused and composed attention give the same classifier logits and gradients (float64)") {
-  for (auto [attention, levels, stride, causal] :
-       {std::tuple<const char*, int64_t, int64_t, bool>{"mha", 1, 2, false}, {"mha", 1, 2, true},
-        {"hkt", 3, 2, false}, {"hkt", 4, 3, true}, {"hkt", 2, 2, true}}) {
-    INFO(attention << " levels " << levels << " stride " << stride << " causal " << causal);
+  for (auto [attention, levels, stride, causal, pointwise] :
+       {std::tuple<const char*, int64_t, int64_t, bool, bool>{"mha", 1, 2, false, false}, {"mha", 1, 2, true, false},
+        {"hkt", 3, 2, false, false}, {"hkt", 4, 3, true, false}, {"hkt", 2, 2, true, false},
+        {"hkt", 3, 2, true, true}}) {
+    INFO(attention << " levels " << levels << " stride " << stride << " causal " << causal << " pointwise "
+                   << pointwise);
     ModelConfig config = tiny_config(attention, levels, causal);
     config.stride = stride;
+    config.down_pointwise = pointwise;
     Tensor tokens = Tensor::from_vector<int64_t>({1, 4, 2, 9, 3, 3, 0, 5, 5, 8, 1, 2, 7, 7}, {2, 7});
     Tensor lengths = lengths_tensor({7, 1}), labels = lengths_tensor({2, 0});  // a row with a single valid key
     std::vector<std::vector<double>> logits, grads;
@@ -278,13 +293,15 @@ TEST_CASE("fused and composed attention give the same classifier logits and grad
 
 TEST_CASE("parameter_count from the config alone equals the built model's count, and check_model_size names the sizes") {
   for (const char* attention : {"mha", "hkt"})
-    for (int64_t levels : {1, 2, 4}) {
-      ModelConfig config = tiny_config(attention, levels);
-      config.down_kernel = 5;
-      config.conv_kernel = 3;
-      INFO(attention << ", " << levels << " levels");
-      CHECK(parameter_count(config) == static_cast<double>(Classifier(config, 0).parameter_count()));
-    }
+    for (int64_t levels : {1, 2, 4})
+      for (bool pointwise : {false, true}) {
+        ModelConfig config = tiny_config(attention, levels);
+        config.down_kernel = 5;
+        config.conv_kernel = 3;
+        config.down_pointwise = pointwise;
+        INFO(attention << ", " << levels << " levels, down_pointwise " << pointwise);
+        CHECK(parameter_count(config) == static_cast<double>(Classifier(config, 0).parameter_count()));
+      }
   ModelConfig huge = tiny_config("hkt");
   huge.n_layers = 1000000000;
   huge.d_model = 64;
@@ -294,4 +311,57 @@ TEST_CASE("parameter_count from the config alone equals the built model's count,
                                      "parameters and need about .* GB to train, more than the limit of 1e\\+09 .*"));
   REQUIRE_THROWS_WITH(Classifier(huge, 0), Catch::Contains("classifier: the model"));  // not a hang or bad_alloc
   CHECK_NOTHROW(check_model_size(tiny_config("hkt"), 32, 1e9, "source"));
+}
+
+TEST_CASE("down_pointwise adds blocks.{i}.attn.down.{l}.pointwise.{weight,bias} [d, d], [d] (SPEC sections 2, 5)") {
+  HKTClassifier model(with_pointwise(tiny_config("hkt", 3)), 0);
+  std::map<std::string, Shape> shapes;
+  for (auto& [name, value] : model.named_parameters()) shapes[name] = value.shape();
+  for (const char* name : {"blocks.0.attn.down.1.pointwise.weight", "blocks.1.attn.down.2.pointwise.weight"}) {
+    INFO(name);
+    REQUIRE(shapes.count(name) == 1);
+    CHECK(shapes[name] == Shape{8, 8});
+  }
+  CHECK(shapes.at("blocks.1.attn.down.1.pointwise.bias") == Shape{8});
+  CHECK(shapes.size() == 2 * (36 + 4) + 6);  // two levels × (weight, bias) more per block
+  // Without the key nothing changes, including every random draw of the init.
+  HKTClassifier plain(tiny_config("hkt", 3), 0);
+  for (auto& [name, value] : plain.named_parameters()) CHECK(name.find("pointwise") == std::string::npos);
+  // MHA and L = 1 have no downsampling, so the key adds nothing there.
+  CHECK(Classifier(with_pointwise(tiny_config("mha")), 0).named_parameters().size() ==
+        Classifier(tiny_config("mha"), 0).named_parameters().size());
+  CHECK(HKTClassifier(with_pointwise(tiny_config("hkt", 1)), 0).named_parameters().size() ==
+        HKTClassifier(tiny_config("hkt", 1), 0).named_parameters().size());
+}
+
+TEST_CASE("with the identity as pointwise projection, HKT attention equals HKT without it") {
+  for (auto [causal, fused] : {std::pair{false, true}, {true, true}, {false, false}, {true, false}}) {
+    INFO("causal " << causal << " fused " << fused);
+    Generator first(21), second(22);
+    HKTAttention plain(tiny_config("hkt", 3, causal), first);
+    HKTAttention projected(with_pointwise(tiny_config("hkt", 3, causal)), second);
+    std::map<std::string, Tensor> plain_parameters;
+    for (auto& [name, value] : plain.named_parameters()) plain_parameters[name] = value;
+    for (auto& [name, value] : projected.named_parameters()) {
+      if (name.find("pointwise") != std::string::npos) continue;
+      INFO(name);
+      REQUIRE(plain_parameters.count(name) == 1);
+      copy_values(value, plain_parameters[name]);
+    }
+    set_values(plain.gate_logit, 0.4);
+    set_values(projected.gate_logit, 0.4);
+    for (const auto& downsample : projected.down) {
+      std::vector<double> identity(64, 0.0);
+      for (int c = 0; c < 8; ++c) identity[c * 8 + c] = 1.0;
+      copy_values(downsample->pointwise->weight, Tensor::from_doubles(identity, {8, 8}, DType::Float32));
+    }
+    std::vector<int64_t> lengths{9, 6};
+    SequenceMask mask = SequenceMask::build(lengths_tensor(lengths), 9, causal, DType::Float32, Device::cpu(), fused);
+    Tensor x = random_tensor({2, 9, 8}, 23, DType::Float32);
+    CHECK(max_diff_valid_rows(projected.forward(x, mask), plain.forward(x, mask), lengths) <= 1e-6);
+    CHECK(hkt::testing::max_abs_diff(projected.level_inputs(x, mask)[2], plain.level_inputs(x, mask)[2]) <= 1e-6);
+    // The projection is used: another matrix changes the coarse levels' inputs.
+    copy_values(projected.down[0]->pointwise->weight, random_tensor({8, 8}, 26, DType::Float32));
+    CHECK(hkt::testing::max_abs_diff(projected.level_inputs(x, mask)[1], plain.level_inputs(x, mask)[1]) > 0.1);
+  }
 }

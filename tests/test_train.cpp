@@ -10,6 +10,9 @@
 
 #include "data/listops.h"
 #include "engine/dispatch.h"
+#include "io/json.h"
+#include "io/safetensors.h"
+#include "nn/optim.h"
 #include "tests/data_test_util.h"
 #include "tests/gradcheck.h"
 #include "tests/run_test_util.h"
@@ -176,4 +179,78 @@ TEST_CASE("hkt-train --resume DIR continues with the run's saved options and mat
   CHECK(read_text(log).find("--resume takes the run's options from") != std::string::npos);
   CHECK(run_tool("--resume " + (dir.path() / "absent").string(), log) == 2);
   CHECK(read_text(log).find("absent/config.json") != std::string::npos);
+}
+
+TEST_CASE("down_pointwise: absent from an older config means false, checkpoints keep it and refuse a mismatch") {
+  ModelConfig config;
+  Json json = config_to_json(config);
+  CHECK(json.at("down_pointwise").as_bool() == false);
+  config.down_pointwise = true;
+  CHECK(config_from_json(config_to_json(config)).down_pointwise);
+  const Json newer = config_to_json(config);
+  Json older = Json::object({});
+  for (const auto& [key, value] : newer.as_object())
+    if (key != "down_pointwise") older.set(key, value);
+  CHECK(config_from_json(older) == ModelConfig{});  // what a file written before the key was read as
+
+  hkt::testing::TempDir dir;
+  write_listops(dir.path());
+  TrainOptions run = tiny_run(dir.path(), dir.path() / "run");
+  run.model.down_pointwise = true;
+  run.steps = 2;
+  train(run);
+  const auto checkpoint = (dir.path() / "run" / "checkpoint.safetensors").string();
+  CHECK(read_checkpoint_config(checkpoint).down_pointwise);
+  const SafetensorsFile file = load_safetensors(checkpoint);
+  Classifier reloaded(read_checkpoint_config(checkpoint), 99);
+  AdamW optimizer(reloaded.named_parameters(), {});
+  CHECK(load_checkpoint(checkpoint, reloaded, optimizer) == 2);
+  int pointwise = 0;
+  for (const auto& [name, value] : reloaded.named_parameters()) {
+    if (name.find(".pointwise.") != std::string::npos) ++pointwise;
+    for (const auto& [stored_name, stored] : file.tensors)
+      if (stored_name == name) CHECK(hkt::testing::max_abs_diff(value, stored) == 0.0);
+  }
+  CHECK(pointwise == 4);  // levels 1 and 2 of the one block, weight and bias
+  TrainOptions without = run;
+  without.model.down_pointwise = false;
+  without.resume = true;
+  REQUIRE_THROWS_WITH(train(without), Catch::Contains("down_pointwise true (checkpoint) vs false (model)"));
+
+  // A checkpoint whose config predates the key loads into a model without the projection.
+  TrainOptions plain = tiny_run(dir.path(), dir.path() / "plain");
+  plain.steps = 2;
+  train(plain);
+  const auto plain_checkpoint = (dir.path() / "plain" / "checkpoint.safetensors").string();
+  SafetensorsFile old_file = load_safetensors(plain_checkpoint);
+  const Json stored_config = parse_json(old_file.metadata.at("config"));
+  Json old_config = Json::object({});
+  for (const auto& [key, value] : stored_config.as_object())
+    if (key != "down_pointwise") old_config.set(key, value);
+  old_file.metadata["config"] = to_json(old_config);
+  old_file.metadata.erase("checksum");  // save_safetensors writes a new one
+  save_safetensors(plain_checkpoint, old_file.tensors, old_file.metadata, /*checksum=*/true);
+  plain.resume = true;
+  plain.steps = 3;
+  CHECK_NOTHROW(train(plain));
+}
+
+TEST_CASE("hkt-train --down-pointwise: true by default for HKT, false for MHA, and only true or false") {
+  hkt::testing::TempDir dir;
+  write_listops(dir.path());
+  auto log = dir.path() / "log.txt";
+  const std::string common = "--task listops --data " + dir.path().string() +
+                             " --seq-len 24 --d-model 16 --layers 1 --heads 2 --d-ff 16 --batch 8 --steps 1 "
+                             "--eval-batches 1 --threads 1 ";
+  auto stored = [&](const char* name) {
+    return options_from_json(parse_json(read_text(dir.path() / name / "config.json"))).model.down_pointwise;
+  };
+  REQUIRE(run_tool(common + "--out " + (dir.path() / "hkt").string(), log) == 0);
+  CHECK(stored("hkt"));
+  REQUIRE(run_tool(common + "--down-pointwise false --out " + (dir.path() / "plain").string(), log) == 0);
+  CHECK_FALSE(stored("plain"));
+  REQUIRE(run_tool(common + "--model mha --out " + (dir.path() / "mha").string(), log) == 0);
+  CHECK_FALSE(stored("mha"));
+  CHECK(run_tool(common + "--down-pointwise yes --out " + (dir.path() / "bad").string(), log) == 2);
+  CHECK(read_text(log).find("hkt-train: --down-pointwise must be true or false, got 'yes'") != std::string::npos);
 }

@@ -33,6 +33,7 @@ cli::Flags declare_flags() {
   flags.add("stride", "2", "HKT stride s");
   flags.add("down-kernel", "3", "HKT downsampling kernel k");
   flags.add("conv-kernel", "5", "HKT hybrid-head convolution kernel kc");
+  flags.add("down-pointwise", "true", "HKT pointwise projection after downsampling: true | false");
   flags.add_switch("causal", "causal attention (default: bidirectional)");
   flags.add("attention-impl", "fused", "fused (tiled ops, memory linear in T) | composed (the T x T reference)");
   flags.add("seq-len", "512", "sequence length T (text tasks; images have theirs)");
@@ -90,9 +91,10 @@ void validate(const models::TrainOptions& o) {
 models::TrainOptions resumed_options(const cli::Flags& flags) {
   const std::string folder = flags.get("resume");
   for (const char* flag : {"task", "data", "model", "d-model", "layers", "heads", "d-ff", "levels", "stride",
-                           "down-kernel", "conv-kernel", "causal", "attention-impl", "seq-len", "batch", "epochs",
-                           "steps", "train-limit", "val-size", "lr", "warmup", "weight-decay", "clip", "seed",
-                           "log-every", "eval-every", "eval-batches", "checkpoint-every", "out", "overwrite"})
+                           "down-kernel", "down-pointwise", "conv-kernel", "causal", "attention-impl", "seq-len",
+                           "batch", "epochs", "steps", "train-limit", "val-size", "lr", "warmup", "weight-decay",
+                           "clip", "seed", "log-every", "eval-every", "eval-batches", "checkpoint-every", "out",
+                           "overwrite"})
     hkt::check(!flags.was_given(flag), "hkt-train: --resume takes the run's options from ", folder,
                "/config.json; drop --", flag);
   const std::string path = (std::filesystem::path(folder) / "config.json").string();
@@ -130,6 +132,10 @@ models::TrainOptions to_options(const cli::Flags& flags) {
   o.model.stride = flags.get_int("stride");
   o.model.down_kernel = flags.get_int("down-kernel");
   o.model.conv_kernel = flags.get_int("conv-kernel");
+  const std::string pointwise = flags.get("down-pointwise");
+  hkt::check(pointwise == "true" || pointwise == "false", "hkt-train: --down-pointwise must be true or false, got '",
+             pointwise, "'");
+  o.model.down_pointwise = o.model.attention == "hkt" && pointwise == "true";  // MHA has no downsampling
   o.model.causal = flags.get_bool("causal");
   const std::string impl = flags.get("attention-impl");
   hkt::check(impl == "fused" || impl == "composed", "hkt-train: --attention-impl must be fused or composed, got '",

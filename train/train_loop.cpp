@@ -1,6 +1,8 @@
 // models::train: the loop of tools/hkt-train. Data order, learning rate and
 // parameters depend only on the seed, the step and the thread count, so a
-// resumed run continues exactly where the checkpoint left off.
+// resumed run continues exactly where the checkpoint left off. The model of
+// the best validation accuracy is kept (best.safetensors) and is the one the
+// test split scores at the end, as the test set must not choose the step.
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -76,6 +78,9 @@ struct Run {
   int64_t steps_per_epoch = 0, total = 0, eval_every = 0, checkpoint_every = 0;
   LearningRateSchedule schedule;
   std::string checkpoint, metrics_path;
+  std::string best_checkpoint;   // the parameters of the best validation accuracy so far
+  double best_accuracy = -1;     // rank 0's: -1 until the first evaluation
+  int64_t best_step = 0;
   std::unique_ptr<Classifier> model;
   std::unique_ptr<AdamW> optimizer;
   std::unique_ptr<RunLock> lock;            // rank 0's, held for the whole run
@@ -106,6 +111,20 @@ void claim_folder(Run& run) {
   if (fs::is_regular_file(run.checkpoint)) fs::remove(run.checkpoint);  // not to be resumed with the new config
 }
 
+// The best validation accuracy up to the resumed step, from the metrics
+// lines resume kept. A best.safetensors written after that step is written
+// again when the run gets there (the same step gives the same accuracy).
+void restore_best(Run& run) {
+  std::ifstream in(run.metrics_path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const Json entry = parse_json(line);
+    if (entry.at("type").as_string() != "eval") continue;
+    const double accuracy = entry.at("val_accuracy").as_number();
+    if (accuracy > run.best_accuracy) run.best_accuracy = accuracy, run.best_step = entry.at("step").as_int();
+  }
+}
+
 // Checks, data, model and optimizer (resumed from the checkpoint with
 // --resume), config.json, the first lines on stdout.
 std::unique_ptr<Run> set_up(const TrainOptions& options) {
@@ -119,6 +138,7 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
   auto run = std::make_unique<Run>(options, comm);
   run->checkpoint = (fs::path(options.out) / "checkpoint.safetensors").string();
   run->metrics_path = (fs::path(options.out) / "metrics.jsonl").string();
+  run->best_checkpoint = (fs::path(options.out) / "best.safetensors").string();
   if (run->lead) claim_folder(*run);
   if (options.threads > 0) set_num_threads(options.threads);
   run->task = load_task(options);
@@ -157,7 +177,12 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
     check(run->step <= run->total, "train: checkpoint ", run->checkpoint, ": step ", run->step,
           " is past the run's last step, ", run->total);
     run->checkpoint_step = run->step;
-    if (run->lead) truncate_metrics(run->metrics_path, run->step);
+    if (run->lead) {
+      truncate_metrics(run->metrics_path, run->step);
+      if (fs::exists(run->best_checkpoint)) restore_best(*run);
+    }
+  } else if (run->lead) {
+    fs::remove(run->best_checkpoint);  // a previous run's in this folder (--overwrite)
   }
   run->last_finite_step = run->step;
   distributed::broadcast_parameters(comm, model.named_parameters());
@@ -347,6 +372,11 @@ std::optional<Evaluation> evaluate_and_checkpoint(Run& run, bool stopping, Progr
       log_metrics(run, Json::object({{"type", "eval"}, {"step", step}, {"val_loss", evaluation->loss},
                                     {"val_accuracy", evaluation->accuracy}}));
     progress.message(format_evaluation("val", step, *evaluation));
+    if (run.lead && evaluation->accuracy > run.best_accuracy) {  // ties keep the earlier step
+      run.best_accuracy = evaluation->accuracy;
+      run.best_step = step;
+      write_or_stop(run, [&] { save_checkpoint(run.best_checkpoint, *run.model, *run.optimizer, step); });
+    }
   }
   // Metrics first: a kill after the checkpoint's rename must find every line
   // up to its step on disk (resume drops only the lines after it).
@@ -354,26 +384,27 @@ std::optional<Evaluation> evaluate_and_checkpoint(Run& run, bool stopping, Progr
   return evaluation;
 }
 
-// The signal of a requested stop (train/stop_request.h), agreed by every
-// rank: a rank that stops alone would leave the others waiting in the next
-// all-reduce.
-int agreed_stop_signal(Run& run) {
-  int signal = stop_requested();
-  if (run.comm.size() > 1) {
-    double stopping = signal != 0;
-    run.comm.all_reduce_sum(&stopping, 1);
-    if (stopping > 0 && signal == 0) signal = SIGTERM;
-  }
-  return signal;
-}
-
-// After the last step: the test split, when the task has one.
+    check(run->step <= run->total, "train: checkpoint ", run->checkpoint, ": step ", run->step,
+          " is past the run's last step, ", run->total);
+    run->checkpoint_step = run->step;
+    if (run->lead) truncate_metrics(run->metrics_path, run->step);
+    if (run->lead) {
+      truncate_metrics(run->metrics_path, run->step);
+      if (fs::exists(run->best_checkpoint)) restore_best(*run);
+    }
+  } else if (run->lead) {
+    std::ofstream(run->metrics_path, std::ios::trunc);
+    fs::remove(run->best_checkpoint);  // a previous run's in this folder
 void evaluate_test(Run& run) {
+  run.comm.barrier();
+  int64_t best_step = run.step;
+  if (fs::exists(run.best_checkpoint)) best_step = load_checkpoint(run.best_checkpoint, *run.model, *run.optimizer);
   Evaluation test = evaluate_split(run, run.task.test);
   if (run.lead)
-    log_metrics(run, Json::object({{"type", "test"}, {"step", run.step}, {"test_loss", test.loss},
-                                   {"test_accuracy", test.accuracy}}));
-  std::printf("%s\n", format_evaluation("test", run.step, test).c_str());
+    log_metrics(run, Json::object({{"type", "test"}, {"step", run.step}, {"best_step", best_step},
+                                   {"test_loss", test.loss}, {"test_accuracy", test.accuracy}}));
+  std::printf("%s (the model of step %lld, the best validation accuracy)\n",
+              format_evaluation("test", run.step, test).c_str(), (long long)best_step);
 }
 
 }  // namespace

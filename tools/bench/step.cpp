@@ -26,7 +26,7 @@ namespace {
   std::cerr << "hkt-bench step: " << problem << "\n"
             << "usage: hkt-bench step [--model mha|hkt|both] [--batch 32] [--seq-len 512] [--d-model 64]\n"
             << "                      [--layers 2] [--heads 4] [--d-ff 128] [--levels 3] [--steps 10]\n"
-            << "                      [--warmup 2] [--threads N] [--profile]\n";
+            << "                      [--warmup 2] [--threads N] [--profile] [--down-pointwise]\n";
   std::exit(2);
 }
 
@@ -49,6 +49,7 @@ models::ModelConfig model_config(const StepOptions& o, const std::string& model)
   config.d_ff = o.d_ff;
   config.classes = 10;
   config.levels = model == "hkt" ? o.levels : 1;
+  config.down_pointwise = model == "hkt" && o.down_pointwise;
   config.validate();
   return config;
 }
@@ -66,7 +67,8 @@ double step_flops(const StepOptions& o, const std::string& model) {
     double pairs = 0;
     for (int64_t l = 0; l < o.levels; ++l) {
       const double rows = double(level_length(o.seq_len, l, 2));
-      gemm += 2 * 2 * o.batch * rows * d * d;  // q_l, k_l
+      gemm += 2 * 2 * o.batch * rows * d * d;                              // q_l, k_l
+      if (l > 0 && o.down_pointwise) gemm += 2 * double(o.batch) * rows * d * d;  // the pointwise projection
       pairs += rows * rows;
     }
     attention = 2.0 * dh * o.batch * o.heads * (pairs + double(o.seq_len) * o.seq_len);
@@ -138,6 +140,8 @@ StepOptions parse_step_options(const std::vector<std::string>& args) {
       o.threads = static_cast<int>(step_int(flag, value(), 0));
     else if (flag == "--profile")
       o.profile = true;
+    else if (flag == "--down-pointwise")
+      o.down_pointwise = true;
     else if (flag == "--help" || flag == "-h")
       step_usage("the training step benchmark");
     else
@@ -213,6 +217,7 @@ StepResult measure_step(const StepOptions& o, const std::string& model, char** a
                                    std::to_string(o.steps),       "--warmup",          std::to_string(o.warmup),
                                    "--threads",   std::to_string(o.threads)};
   if (o.profile) args.push_back("--profile");
+  if (o.down_pointwise) args.push_back("--down-pointwise");
   const ChildOutput child = run_self(args);
   std::istringstream in(child.output);
   std::string name;
@@ -237,10 +242,11 @@ int run_step_bench(const StepOptions& o, char** argv, double peak_gflops) {
   for (const std::string& model : o.models) {
     StepResult r = measure_step(o, model, argv);
     std::printf("{\"bench\":\"step\",\"model\":\"%s\",\"B\":%lld,\"T\":%lld,\"d\":%lld,\"layers\":%lld,\"heads\":%lld,"
-                "\"d_ff\":%lld,\"levels\":%lld,\"threads\":%d,\"steps\":%d",
+                "\"d_ff\":%lld,\"levels\":%lld,\"down_pointwise\":%s,\"threads\":%d,\"steps\":%d",
                 model.c_str(), (long long)o.batch, (long long)o.seq_len, (long long)o.d_model, (long long)o.layers,
                 (long long)o.heads, (long long)o.d_ff, (long long)(model == "hkt" ? o.levels : 1),
-                o.threads > 0 ? o.threads : num_threads(), o.steps);
+                model == "hkt" && o.down_pointwise ? "true" : "false", o.threads > 0 ? o.threads : num_threads(),
+                o.steps);
     if (!r.ok) {
       std::printf(",\"error\":\"%s\"}\n", r.error.c_str());
     } else {

@@ -22,7 +22,7 @@ struct StepOptions {
   std::vector<std::string> models{"mha", "hkt"};
   int64_t batch = 32, seq_len = 512, d_model = 64, layers = 2, heads = 4, d_ff = 128, levels = 3;
   int steps = 10, warmup = 2, threads = 0;
-  bool profile = false;
+  bool profile = false, down_pointwise = false;  // HKT's pointwise downsampling projection (SPEC section 2)
 };
 
 // Parses `step`'s flags (after the word "step"); exits 2 with a message on a bad one.
