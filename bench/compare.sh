@@ -31,9 +31,9 @@
 # time.sh fixes T = 512 and batch 32). hkt-train trains on generated ListOps
 # (lengths 400-512 at T = 512); the Python scripts use random tokens with
 # lengths uniform in [T/2, T]: every framework computes the full padded T x T
-# attention, so the lengths do not change the work. The HKT of every row runs
-# without SPEC section 2's down_pointwise projection (hkt-train has no such
-# option yet; see bench/pytorch_step.py).
+# attention, so the lengths do not change the work. The HKT of every row has
+# SPEC section 2's down_pointwise projection (hkt-train's default; the Python
+# scripts get --down-pointwise); POINTWISE=0 leaves it out everywhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD:-build}"
@@ -80,10 +80,12 @@ if has_part ours; then
       --out "$data/val.tsv" >/dev/null
     for model in mha hkt; do
       run="$out/hkt-train-$model"
+      pointwise_flag=""
+      [ "$model" = hkt ] && pointwise_flag="--down-pointwise $([ "${POINTWISE:-1}" = 1 ] && echo true || echo false)"
       "$build"/hkt-train --task listops --data "$data" --seq-len "$seq_len" --d-model "$d_model" --layers "$layers" \
         --heads "$heads" --d-ff "$d_ff" --levels "$levels" $causal_flag --batch "$batch" --steps "$steps" \
         --log-every 1 --eval-every 1000000 --eval-batches 1 --threads "$threads" --model "$model" \
-        --attention-impl fused --overwrite --out "$run" >/dev/null
+        --attention-impl fused $pointwise_flag --overwrite --out "$run" >/dev/null
       ms=$(grep '"type":"train"' "$run/metrics.jsonl" | tail -n +2 | sed 's/.*"step_ms":\([0-9.]*\).*/\1/' | sort -n |
         awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}')
       printf "%-10s %-9s %12.1f\n" "$model" fused "$ms" | tee -a "$out/ours.txt"
@@ -93,6 +95,7 @@ fi
 
 sizes=(--threads "$threads" --steps "$steps" --warmup "$warmup" --seq-len "$seq_len" --batch "$batch"
   --d-model "$d_model" --layers "$layers" --heads "$heads" --d-ff "$d_ff" --levels "$levels" $causal_flag)
+[ "${POINTWISE:-1}" = 1 ] && sizes+=(--down-pointwise)
 if has_part pytorch; then
   echo "== PyTorch: bench/pytorch_step.py --modes $modes"
   "$python" bench/pytorch_step.py "${sizes[@]}" --modes "$modes" --check | tee "$out/pytorch.log" |

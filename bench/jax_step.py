@@ -10,8 +10,8 @@ bench/pytorch_step.py and hkt-train), written from ../shared/SPEC.md
 HKT is the SPEC's math as XLA sees it: each level's score matrix gathered up
 to T x T, summed, masked, softmax (XLA fuses what it can); bidirectional by
 default, --causal for the causal mode. Like bench/pytorch_step.py it runs
-without SPEC section 2's `down_pointwise` projection, which hkt-train does not
-have yet (--down-pointwise adds it).
+without SPEC section 2's `down_pointwise` projection unless --down-pointwise
+is given (bench/compare.sh gives it: hkt-train has the projection by default).
 
 Threads. XLA:CPU sizes its intra-op thread pool from the CPUs the process may
 run on (its scheduling affinity); XLA has no flag that sets the count (the

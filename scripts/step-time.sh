@@ -5,7 +5,8 @@
 # THREADS, STEPS). Prints the median step time of each model (steps after
 # the first) for the fused and the composed attention, and the ratios.
 # BUILD picks the build folder (default build), IMPLS the attention
-# implementations (default "fused composed").
+# implementations (default "fused composed"); POINTWISE=0 runs HKT without
+# SPEC section 2's down_pointwise projection (default: with it, as hkt-train).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 threads="${THREADS:-2}"
@@ -20,13 +21,16 @@ median_ms() {  # median step_ms of the train lines after step 1
   grep '"type":"train"' "$1" | tail -n +2 | sed 's/.*"step_ms":\([0-9.]*\).*/\1/' | sort -n |
     awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
 }
+model_flags() {  # down_pointwise is an HKT option
+  if [ "$1" = hkt ]; then [ "${POINTWISE:-1}" = 1 ] && echo "--down-pointwise true" || echo "--down-pointwise false"; fi
+}
 printf "%-10s %-9s %12s\n" model attention "step ms"
 for impl in $impls; do
   for model in mha hkt; do
     out="runs/step-time-$(basename "$build")-$model-$impl"
     "$build"/hkt-train --task listops --data "$data" --seq-len 512 --d-model 64 --layers 2 --heads 4 --d-ff 128 \
       --batch 32 --steps "$steps" --log-every 1 --eval-every 1000000 --eval-batches 1 --threads "$threads" \
-      --model "$model" --attention-impl "$impl" --overwrite --out "$out" >/dev/null
+      --model "$model" --attention-impl "$impl" $(model_flags "$model") --overwrite --out "$out" >/dev/null
     ms=$(median_ms "$out/metrics.jsonl")
     eval "ms_${model}_${impl}=$ms"
     printf "%-10s %-9s %12.1f\n" "$model" "$impl" "$ms"
