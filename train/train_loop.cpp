@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -384,17 +385,23 @@ std::optional<Evaluation> evaluate_and_checkpoint(Run& run, bool stopping, Progr
   return evaluation;
 }
 
-    check(run->step <= run->total, "train: checkpoint ", run->checkpoint, ": step ", run->step,
-          " is past the run's last step, ", run->total);
-    run->checkpoint_step = run->step;
-    if (run->lead) truncate_metrics(run->metrics_path, run->step);
-    if (run->lead) {
-      truncate_metrics(run->metrics_path, run->step);
-      if (fs::exists(run->best_checkpoint)) restore_best(*run);
-    }
-  } else if (run->lead) {
-    std::ofstream(run->metrics_path, std::ios::trunc);
-    fs::remove(run->best_checkpoint);  // a previous run's in this folder
+// The signal of a requested stop (train/stop_request.h), agreed by every
+// rank: a rank that stops alone would leave the others waiting in the next
+// all-reduce.
+int agreed_stop_signal(Run& run) {
+  int signal = stop_requested();
+  if (run.comm.size() > 1) {
+    double stopping = signal != 0;
+    run.comm.all_reduce_sum(&stopping, 1);
+    if (stopping > 0 && signal == 0) signal = SIGTERM;
+  }
+  return signal;
+}
+
+// After the last step: the test split, once, scored by the parameters of the
+// best validation accuracy (every rank loads them once rank 0 has written them).
+// A run folder from before best.safetensors existed, resumed at its last
+// step, has none: its final parameters are tested.
 void evaluate_test(Run& run) {
   run.comm.barrier();
   int64_t best_step = run.step;
