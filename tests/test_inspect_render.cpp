@@ -7,6 +7,7 @@
 
 #include "tests/data_test_util.h"
 #include "tests/gradcheck.h"
+#include "io/files.h"
 #include "tools/inspect/analysis.h"
 #include "tools/inspect/heatmap.h"
 #include "tools/inspect/metrics_plot.h"
@@ -139,11 +140,16 @@ TEST_CASE("heat map and plot PNGs decode with the expected sizes") {
   const auto maps = attention_maps(model, batch);
   REQUIRE(maps.size() == 2);
   const std::string path = (dir.path() / "block1.png").string();
-  attention_heatmap(maps[1], 1, 1).write_png(path);
+  const auto figure = attention_heatmap(maps[1], 1, 1);
+  figure->save(path, "test");
   const DecodedPng heat = decode(path);
-  CHECK(heat.width == HeatmapLayout::kLeft + 4 * (HeatmapLayout::kCell + HeatmapLayout::kGap));
-  CHECK(heat.height == HeatmapLayout::kTop + 3 * (HeatmapLayout::kCell + HeatmapLayout::kGap) + HeatmapLayout::kBottom);
+  CHECK(heat.width == static_cast<int>(figure->width()));
+  CHECK(heat.height == static_cast<int>(figure->height()));
   CHECK(heat.distinct_colours > 50);  // colour-mapped cells, not a blank canvas
+  // Token labels replace the position numbers along the axes.
+  const std::vector<std::string> names(20, "[MAX");
+  CHECK(attention_heatmap(maps[1], 1, 0, names)->encode(ImageFormat::Png) !=
+        attention_heatmap(maps[1], 1, 0)->encode(ImageFormat::Png));
   CHECK_THROWS_WITH(attention_heatmap(maps[0], 0, 2), Catch::Contains("example 2"));
 
   const auto run = dir.path() / "run";
@@ -155,27 +161,18 @@ TEST_CASE("heat map and plot PNGs decode with the expected sizes") {
   CHECK(curves.loss.size() == 3);
   CHECK(curves.val_accuracy.size() == 2);
   const std::string plot = (dir.path() / "plot.png").string();
-  plot_runs({curves, read_metrics(run.string(), "MHA")}).write_png(plot);
+  plot_runs({curves, read_metrics(run.string(), "MHA")})->save(plot, "test");
   const DecodedPng decoded = decode(plot);
   CHECK(decoded.width == PlotLayout::kWidth);
   CHECK(decoded.height == PlotLayout::kHeight);
   CHECK(decoded.distinct_colours >= 4);  // white, black, grid grey and the run colours
+  const std::string svg = plot_runs({curves})->encode(ImageFormat::Svg);
+  CHECK(svg.find("<svg") != std::string::npos);
 
   dir.write("bad/metrics.jsonl", "{\"type\":\"train\",\"step\":1,\"loss\":2}\n{\"type\":\"train\",\"step\":2}\n");
   CHECK_THROWS_WITH(read_metrics((dir.path() / "bad").string(), "x"), Catch::Contains("line 2") && Catch::Contains("loss"));
 }
 
-TEST_CASE("nice ticks are 1, 2 or 5 times a power of ten and cover the range") {
-  CHECK(nice_ticks(0, 600) == std::vector<double>{0, 200, 400, 600});
-  const auto fine = nice_ticks(0.11, 0.29);
-  REQUIRE(fine.size() == 3);
-  CHECK(fine[0] == Approx(0.15));
-  CHECK(fine[2] == Approx(0.25));
-  const auto ticks = nice_ticks(1.72, 2.31);
-  CHECK(ticks.front() >= 1.72);
-  CHECK(ticks.back() <= 2.31);
-  CHECK(ticks.size() >= 3);
-}
 
 TEST_CASE("the hkt-plot command line: a PNG for two runs, exit 2 on bad flags, 1 on a missing run") {
   hkt::testing::TempDir dir;
@@ -192,6 +189,11 @@ TEST_CASE("the hkt-plot command line: a PNG for two runs, exit 2 on bad flags, 1
   const std::string png = (dir.path() / "p.png").string();
   CHECK(plot("--runs " + runs + " --labels A,B --out " + png) == 0);
   CHECK(decode(png).width == PlotLayout::kWidth);
+  const std::string svg = (dir.path() / "p.svg").string();
+  CHECK(plot("--runs " + runs + " --log-y --smooth 0.9 --out " + svg) == 0);
+  CHECK(io::read_file_bytes(svg, "test").find("<svg") != std::string::npos);
+  CHECK(plot("--runs " + runs + " --out " + (dir.path() / "p.jpg").string()) == 2);  // PNG or SVG only
+  CHECK(plot("--runs " + runs + " --smooth 1") == 2);
   CHECK(plot("--runs " + runs + " --labels A --out " + png) == 2);  // two runs, one label
   CHECK(plot("--runs " + runs + " --colour red") == 2);
   CHECK(plot("--out " + png) == 2);
