@@ -17,6 +17,12 @@ double nice_step(double rough) {
   return 10 * magnitude;
 }
 
+// The 1-2-5 step below `step`: 5 → 2, 2 → 1, 1 → 0.5 (× 10^k).
+double smaller_nice_step(double step) {
+  const double mantissa = std::round(step / std::pow(10.0, std::floor(std::log10(step))));
+  return mantissa == 5 ? step * 0.4 : step * 0.5;
+}
+
 // Multiples of `step` inside [low, high]. The count is computed before the
 // loop (a step below the values' precision would otherwise repeat a tick forever).
 std::vector<double> multiples(double low, double high, double step) {
@@ -76,8 +82,13 @@ Axis linear_axis(double low, double high, int target_ticks, double margin) {
   const double half = std::max(high / 2 - low / 2, std::max(std::abs(middle) * 1e-6, 1e-300)) * (1 + margin);
   axis.low = std::max(middle - half, -DBL_MAX);
   axis.high = std::min(middle + half, DBL_MAX);
-  const double step = nice_step((axis.high / 2 - axis.low / 2) / target_ticks * 2);
+  double step = nice_step((axis.high / 2 - axis.low / 2) / target_ticks * 2);
   axis.ticks = multiples(axis.low, axis.high, step);
+  // A step up to 2.5 times the rough one can leave a single tick: the next smaller 1-2-5 step.
+  for (int finer = 0; finer < 3 && axis.ticks.size() < 2; ++finer) {
+    step = smaller_nice_step(step);
+    axis.ticks = multiples(axis.low, axis.high, step);
+  }
   label_ticks(axis, step);
   return axis;
 }
@@ -93,27 +104,35 @@ std::string power_of_ten(int exponent) {
 
 // m × 10^k as "0.02" or "20" near 1, else "10⁻⁵" or "2×10⁻⁵".
 std::string log_label(int mantissa, int exponent) {
-  if (exponent >= -3 && exponent <= 4) return format_number(mantissa * std::pow(10.0, exponent), 1);
+  if (exponent >= -3 && exponent <= 4) return format_number(mantissa * std::pow(10.0, exponent), std::max(1, exponent + 1));
   return mantissa == 1 ? power_of_ten(exponent) : std::to_string(mantissa) + "×" + power_of_ten(exponent);
 }
 
 Axis log_axis(double low, double high, int target_ticks, double margin) {
   Axis axis;
   axis.log = true;
-  constexpr double kLowest = -323.3, kHighest = 308.25;  // log10 of the subnormal minimum and of DBL_MAX
+  const double kLowest = std::log10(DBL_TRUE_MIN), kHighest = std::log10(DBL_MAX);
   const double e_low = std::log10(low), e_high = std::log10(high);
   const double middle = (e_low + e_high) / 2;
-  const double half = std::max((e_high - e_low) / 2, 0.05) * (1 + margin);
-  const double lo = std::max(middle - half, kLowest), hi = std::min(middle + half, kHighest);
+  // At least a factor of two, at most every double.
+  const double half = std::min(std::max((e_high - e_low) / 2, 0.15) * (1 + margin), (kHighest - kLowest) / 2);
+  // At the ends of the doubles the range keeps its width, shifted inwards.
+  const double lo = std::clamp(middle - half, kLowest, kHighest - 2 * half);
+  const double hi = std::clamp(middle + half, kLowest + 2 * half, kHighest);
   axis.low = std::pow(10.0, lo);
   axis.high = std::pow(10.0, hi);
   if (!(axis.low > 0)) axis.low = std::nextafter(0.0, 1.0);
-  if (!std::isfinite(axis.high)) axis.high = DBL_MAX;
+  if (!std::isfinite(axis.high) || hi >= kHighest) axis.high = DBL_MAX;
   // Powers of ten every `decades`; with fewer than two of them in the
   // range, the 1-2-5 multiples of each decade, and with fewer than three of
   // those, 1…9 of each.
-  const double decades = std::max(1.0, std::round(nice_step((hi - lo) / target_ticks)));
-  for (double k : multiples(lo, hi, decades)) {
+  std::vector<double> exponents;
+  for (double decades = std::max(1.0, std::round(nice_step((hi - lo) / target_ticks))); exponents.size() < 2;
+       decades = std::round(smaller_nice_step(decades))) {
+    exponents = multiples(lo, hi, decades);
+    if (decades <= 1) break;
+  }
+  for (double k : exponents) {
     axis.ticks.push_back(std::pow(10.0, k));
     axis.labels.push_back(log_label(1, static_cast<int>(k)));
   }

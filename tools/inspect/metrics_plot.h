@@ -39,7 +39,7 @@ struct PlotOptions {
 };
 
 struct PlotLayout {
-  static constexpr double kWidth = 1100, kHeight = 480;
+  static constexpr double kWidth = 1100, kHeight = 466;
 };
 std::unique_ptr<Figure> plot_runs(const std::vector<RunCurves>& runs, const PlotOptions& options = {});
 
