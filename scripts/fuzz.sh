@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${HKT_FUZZ_SECONDS:-20}"
 jobs="${HKT_JOBS:-$(nproc)}"
-targets=(${HKT_FUZZ_TARGETS:-safetensors config_json listops idx cifar imdb cli})
+targets=(${HKT_FUZZ_TARGETS:-safetensors config_json listops idx cifar imdb cli metrics})
 
 cmake -S fuzz -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 cmake --build build-fuzz -j "$jobs"

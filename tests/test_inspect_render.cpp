@@ -199,3 +199,54 @@ TEST_CASE("the hkt-plot command line: a PNG for two runs, exit 2 on bad flags, 1
   CHECK(plot("--out " + png) == 2);
   CHECK(plot("--runs " + (dir.path() / "missing").string() + " --out " + png) == 1);
 }
+
+namespace {
+
+// Runs hkt-plot through the shell (`prefix` goes before it), output to out.txt.
+int run_plot(const hkt::testing::TempDir& dir, const std::string& arguments, const std::string& prefix = "") {
+  const std::string command = "(" + prefix + " " + std::string(HKT_BINARY_DIR) + "/hkt-plot " + arguments + ") > " +
+                              (dir.path() / "out.txt").string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("hkt-plot draws any value a metrics line can hold") {
+  hkt::testing::TempDir dir;
+  // Each once crashed (SIGSEGV) or allocated until bad_alloc.
+  const std::vector<std::vector<std::string>> cases = {
+      {"1e16", "1e16", "1e17"},     {"1e308", "-1e308", "1.7976931348623157e308"},
+      {"5e-324", "1e-320", "0"},    {"1.0000000000000002e300", "1e300", "1e300"},
+      {"null", "2", "null"},        {"-1", "-2", "-1e-300"},
+      {"3"}};
+  for (size_t c = 0; c < cases.size(); ++c) {
+    std::string lines;
+    for (size_t i = 0; i < cases[c].size(); ++i) {
+      const std::string& v = cases[c][i];
+      lines += "{\"type\":\"train\",\"step\":" + std::to_string(i * 10) + ",\"loss\":" + v + "}\n";
+      lines += "{\"type\":\"eval\",\"step\":" + (v == "null" ? "1" : v) + ",\"val_accuracy\":" + v + "}\n";
+    }
+    const std::string run = "run" + std::to_string(c);
+    dir.write(run + "/metrics.jsonl", lines);
+    for (const std::string& flags : {"", " --log-y", " --smooth 0.99"}) {
+      INFO("values " << lines << "flags" << flags);
+      const std::string png = (dir.path() / (run + ".png")).string();
+      CHECK(run_plot(dir, "--runs " + (dir.path() / run).string() + flags + " --out " + png, "timeout 30") == 0);
+      CHECK(decode(png).width == PlotLayout::kWidth);
+    }
+  }
+}
+
+TEST_CASE("hkt-plot: a failed write is an error naming the file, and leaves no file") {
+  hkt::testing::TempDir dir;
+  dir.write("a/metrics.jsonl", "{\"type\":\"train\",\"step\":10,\"loss\":2.3}\n");
+  const std::string png = (dir.path() / "p.png").string();
+  // A file-size limit of 1 KiB stands in for a full disk: write() fails with EFBIG
+  // (SIGXFSZ ignored, as a full disk sends no signal).
+  CHECK(run_plot(dir, "--runs " + (dir.path() / "a").string() + " --out " + png, "trap '' XFSZ; ulimit -f 1;") == 1);
+  const std::string message = io::read_file_bytes((dir.path() / "out.txt").string(), "test");
+  CHECK_THAT(message, Catch::Contains("hkt-plot: ") && Catch::Contains(png) && Catch::Contains("File too large"));
+  CHECK_THAT(message, !Catch::Contains("wrote"));
+  CHECK(!std::filesystem::exists(png));
+}
