@@ -4,6 +4,7 @@
 // --log-y --smooth 0.9 would write it. Any value must draw; only a bad line is an error.
 #include <string_view>
 
+#include "engine/error.h"
 #include "tools/inspect/metrics_plot.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

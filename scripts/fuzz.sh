@@ -17,6 +17,7 @@ cmake -S fuzz -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 cmake --build build-fuzz -j "$jobs"
 
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0"
+export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp"  # fontconfig's caches (fuzz_metrics draws text)
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1
 for target in "${targets[@]}"; do

@@ -168,6 +168,9 @@ TEST_CASE("heat map and plot PNGs decode with the expected sizes") {
   CHECK(decoded.distinct_colours >= 4);  // white, black, grid grey and the run colours
   const std::string svg = plot_runs({curves})->encode(ImageFormat::Svg);
   CHECK(svg.find("<svg") != std::string::npos);
+  RunCurves bad_label = curves;
+  bad_label.label = "run \xFF\xC3 #1";  // not UTF-8: drawn with U+FFFD, not a cairo error
+  CHECK_NOTHROW(plot_runs({bad_label})->encode(ImageFormat::Png));
 
   dir.write("bad/metrics.jsonl", "{\"type\":\"train\",\"step\":1,\"loss\":2}\n{\"type\":\"train\",\"step\":2}\n");
   CHECK_THROWS_WITH(read_metrics((dir.path() / "bad").string(), "x"), Catch::Contains("line 2") && Catch::Contains("loss"));

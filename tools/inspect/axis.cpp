@@ -93,14 +93,7 @@ Axis linear_axis(double low, double high, int target_ticks, double margin) {
   return axis;
 }
 
-std::string power_of_ten(int exponent) {
-  static const char* const kSuperscripts[] = {"⁰", "¹", "²", "³", "⁴", "⁵", "⁶", "⁷", "⁸", "⁹"};
-  std::string text = "10";
-  if (exponent < 0) text += "⁻";
-  const std::string digits = std::to_string(std::abs(exponent));
-  for (char digit : digits) text += kSuperscripts[digit - '0'];
-  return text;
-}
+std::string power_of_ten(int exponent) { return "10" + superscript(exponent); }
 
 // m × 10^k as "0.02" or "20" near 1, else "10⁻⁵" or "2×10⁻⁵".
 std::string log_label(int mantissa, int exponent) {
@@ -187,6 +180,13 @@ std::string format_number(double value, int significant) {
   const bool negative = exponent[0] == '-';
   exponent.erase(0, exponent.find_first_not_of("+-0"));
   return out.substr(0, e) + "e" + (negative ? "-" : "") + (exponent.empty() ? "0" : exponent);
+}
+
+std::string superscript(long long number) {
+  static const char* const kDigits[] = {"⁰", "¹", "²", "³", "⁴", "⁵", "⁶", "⁷", "⁸", "⁹"};
+  std::string text = number < 0 ? "⁻" : "";
+  for (char digit : std::to_string(number < 0 ? -number : number)) text += kDigits[digit - '0'];
+  return text;
 }
 
 }  // namespace hkt::inspect

@@ -37,4 +37,7 @@ Axis make_axis(double data_low, double data_high, bool log = false, int target_t
 // ("0.25", "1e-05" → "1e-5", "2.5e+300" → "2.5e300").
 std::string format_number(double value, int significant);
 
+// A whole number in Unicode superscript digits, "⁻¹²" for -12 (exponents, S⁽²⁾).
+std::string superscript(long long number);
+
 }  // namespace hkt::inspect

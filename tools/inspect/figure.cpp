@@ -7,6 +7,7 @@
 
 #include "engine/error.h"
 #include "io/files.h"
+#include "io/json.h"
 
 namespace hkt::inspect {
 namespace {
@@ -14,6 +15,18 @@ namespace {
 cairo_status_t append_bytes(void* closure, const unsigned char* data, unsigned int length) {
   static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
   return CAIRO_STATUS_SUCCESS;
+}
+
+// cairo refuses a string that is not UTF-8 (and then draws nothing more):
+// each byte outside a well-formed sequence becomes U+FFFD, as a browser shows it.
+std::string valid_utf8(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = json_detail::utf8_sequence_length(text, i);
+    out += length == 0 ? std::string("\uFFFD") : text.substr(i, length);
+    i += length == 0 ? 1 : length;
+  }
+  return out;
 }
 
 void check_cairo(cairo_status_t status, const char* what) {
@@ -55,7 +68,7 @@ void Figure::set_font(double size, bool bold) {
 double Figure::text_width(const std::string& text, double size, bool bold) {
   set_font(size, bold);
   cairo_text_extents_t extents;
-  cairo_text_extents(cr_, text.c_str(), &extents);
+  cairo_text_extents(cr_, valid_utf8(text).c_str(), &extents);
   return extents.x_advance;
 }
 
@@ -70,7 +83,7 @@ void Figure::text(double x, double y, const std::string& text, double size, Alig
   const double shift = align == Align::Left ? 0 : align == Align::Center ? width / 2 : width;
   cairo_move_to(cr_, -shift, (font.ascent - font.descent) / 2);
   cairo_set_source_rgb(cr_, colour.r, colour.g, colour.b);
-  cairo_show_text(cr_, text.c_str());
+  cairo_show_text(cr_, valid_utf8(text).c_str());
   cairo_restore(cr_);
 }
 

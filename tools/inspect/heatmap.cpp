@@ -52,13 +52,6 @@ std::string subscript(int64_t n) {
   return text;
 }
 
-std::string superscript(int64_t n) {
-  static const char* const kDigits[] = {"⁰", "¹", "²", "³", "⁴", "⁵", "⁶", "⁷", "⁸", "⁹"};
-  std::string text;
-  for (char digit : std::to_string(n)) text += kDigits[digit - '0'];
-  return text;
-}
-
 // The n × n matrix as nearest-neighbour pixels in a side × side square at (x, y),
 // coloured over [low, high] by the bar's axis; masked entries grey.
 void paint_matrix(Figure& figure, double x, double y, double side, int64_t n, const Matrix& value, const Axis& scale) {
