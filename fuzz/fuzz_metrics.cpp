@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     hkt::inspect::PlotOptions options;
     options.log_loss = size % 2 == 1;  // both scales, without a byte of the input to spend on it
     options.smoothing = size % 3 == 0 ? 0.9 : 0;
-    (void)hkt::inspect::plot_runs({run}, options)->encode(hkt::inspect::ImageFormat::Png);
+    (void)hkt::inspect::plot_runs({run}, options)->encode();
   } catch (const hkt::Error&) {
   }
   return 0;

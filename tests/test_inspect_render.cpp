@@ -148,8 +148,7 @@ TEST_CASE("heat map and plot PNGs decode with the expected sizes") {
   CHECK(heat.distinct_colours > 50);  // colour-mapped cells, not a blank canvas
   // Token labels replace the position numbers along the axes.
   const std::vector<std::string> names(20, "[MAX");
-  CHECK(attention_heatmap(maps[1], 1, 0, names)->encode(ImageFormat::Png) !=
-        attention_heatmap(maps[1], 1, 0)->encode(ImageFormat::Png));
+  CHECK(attention_heatmap(maps[1], 1, 0, names)->encode() != attention_heatmap(maps[1], 1, 0)->encode());
   CHECK_THROWS_WITH(attention_heatmap(maps[0], 0, 2), Catch::Contains("example 2"));
 
   const auto run = dir.path() / "run";
@@ -166,14 +165,20 @@ TEST_CASE("heat map and plot PNGs decode with the expected sizes") {
   CHECK(decoded.width == PlotLayout::kWidth);
   CHECK(decoded.height == PlotLayout::kHeight);
   CHECK(decoded.distinct_colours >= 4);  // white, black, grid grey and the run colours
-  const std::string svg = plot_runs({curves})->encode(ImageFormat::Svg);
+  const std::string svg = plot_runs({curves}, {}, ImageFormat::Svg)->encode();
   CHECK(svg.find("<svg") != std::string::npos);
   RunCurves bad_label = curves;
   bad_label.label = "run \xFF\xC3 #1";  // not UTF-8: drawn with U+FFFD, not a cairo error
-  CHECK_NOTHROW(plot_runs({bad_label})->encode(ImageFormat::Png));
+  CHECK_NOTHROW(plot_runs({bad_label})->encode());
 
   dir.write("bad/metrics.jsonl", "{\"type\":\"train\",\"step\":1,\"loss\":2}\n{\"type\":\"train\",\"step\":2}\n");
   CHECK_THROWS_WITH(read_metrics((dir.path() / "bad").string(), "x"), Catch::Contains("line 2") && Catch::Contains("loss"));
+  // A run cut off mid-line: the torn last line is skipped; the same text before a newline is an error.
+  const std::string first = "{\"type\":\"train\",\"step\":1,\"loss\":2}\n";
+  CHECK(parse_metrics(first + "{\"type\":\"tr", "m.jsonl", "x").loss.size() == 1);
+  CHECK_THROWS_WITH(parse_metrics(first + "{\"type\":\"tr\n" + first, "m.jsonl", "x"),
+                    Catch::Contains("m.jsonl line 2: json: byte 11"));
+  CHECK_THROWS_WITH(parse_metrics("\n \n", "m.jsonl", "x"), Catch::Contains("no train or eval lines"));
 }
 
 

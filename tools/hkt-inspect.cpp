@@ -128,7 +128,8 @@ int run_heatmap(const cli::Flags& flags) {
   for (size_t block = 0; block < maps.size(); ++block) {
     const std::string path =
         (std::filesystem::path(flags.get("out")) / ("attention_block" + std::to_string(block) + "." + format)).string();
-    const auto figure = attention_heatmap(maps[block], static_cast<int64_t>(block), example, tokens);
+    const auto figure = attention_heatmap(maps[block], static_cast<int64_t>(block), example, tokens,
+                                          format == "svg" ? ImageFormat::Svg : ImageFormat::Png);
     figure->save(path, "hkt-inspect heatmap");
     files.push_back(Json::object({{"path", path}, {"width", figure->width()}, {"height", figure->height()}}));
     if (!flags.get_bool("json"))

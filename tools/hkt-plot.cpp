@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   flags.add("smooth", "0", "EMA weight in [0, 1) for the training loss, as TensorBoard's smoothing (0: none)");
   std::vector<std::string> folders, labels;
   inspect::PlotOptions options;
+  inspect::ImageFormat format = inspect::ImageFormat::Png;
   try {
     if (!flags.parse(argc, argv)) return 0;
     hkt::check(flags.was_given("runs"), "hkt-plot: --runs DIR[,DIR...] is required");
@@ -44,7 +45,7 @@ int main(int argc, char** argv) {
     options.smoothing = flags.get_double("smooth");
     hkt::check(options.smoothing >= 0 && options.smoothing < 1, "hkt-plot: --smooth must be in [0, 1), got ",
                flags.get("smooth"));
-    inspect::image_format(flags.get("out"), "hkt-plot");
+    format = inspect::image_format(flags.get("out"), "hkt-plot");
   } catch (const std::exception& error) {
     std::fprintf(stderr, "%s\n", error.what());
     return 2;
@@ -52,7 +53,7 @@ int main(int argc, char** argv) {
   try {
     std::vector<inspect::RunCurves> runs;
     for (size_t i = 0; i < folders.size(); ++i) runs.push_back(inspect::read_metrics(folders[i], labels[i]));
-    const auto figure = inspect::plot_runs(runs, options);
+    const auto figure = inspect::plot_runs(runs, options, format);
     figure->save(flags.get("out"), "hkt-plot");
     std::printf("wrote %s (%g x %g):", flags.get("out").c_str(), figure->width(), figure->height());
     for (const auto& run : runs)

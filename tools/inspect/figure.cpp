@@ -44,19 +44,22 @@ ImageFormat image_format(const std::string& path, const std::string& who) {
   fail(who, ": ", path, ": the image format comes from the extension, .png or .svg");
 }
 
-Figure::Figure(double width, double height) : width_(width), height_(height) {
+Figure::Figure(double width, double height, ImageFormat format) : width_(width), height_(height), format_(format) {
   check(width >= 1 && height >= 1 && width <= 16384 && height <= 16384, "figure: size ", width, " x ", height,
         " is outside [1, 16384]");
-  const cairo_rectangle_t extents{0, 0, width, height};
-  recording_ = cairo_recording_surface_create(CAIRO_CONTENT_COLOR_ALPHA, &extents);
-  cr_ = cairo_create(recording_);
+  surface_ = format == ImageFormat::Svg
+                 ? cairo_svg_surface_create_for_stream(append_bytes, &bytes_, width, height)
+                 : cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(width), static_cast<int>(height));
+  cr_ = cairo_create(surface_);
+  cairo_set_source_rgb(cr_, 1, 1, 1);
+  cairo_paint(cr_);
   cairo_set_line_cap(cr_, CAIRO_LINE_CAP_ROUND);
   cairo_set_line_join(cr_, CAIRO_LINE_JOIN_ROUND);
 }
 
 Figure::~Figure() {
   cairo_destroy(cr_);
-  cairo_surface_destroy(recording_);
+  cairo_surface_destroy(surface_);
 }
 
 void Figure::set_font(double size, bool bold) {
@@ -108,32 +111,22 @@ void Figure::fill_rectangle(double x, double y, double w, double h, Rgb colour) 
   cairo_fill(cr_);
 }
 
-std::string Figure::encode(ImageFormat format) const {
+const std::string& Figure::encode() {
+  if (encoded_) return bytes_;
   check_cairo(cairo_status(cr_), "drawing");
-  std::string bytes;
-  cairo_surface_t* target =
-      format == ImageFormat::Svg
-          ? cairo_svg_surface_create_for_stream(append_bytes, &bytes, width_, height_)
-          : cairo_image_surface_create(CAIRO_FORMAT_RGB24, static_cast<int>(width_), static_cast<int>(height_));
-  cairo_t* cr = cairo_create(target);
-  cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_paint(cr);
-  cairo_set_source_surface(cr, recording_, 0, 0);
-  cairo_paint(cr);
-  cairo_status_t status = cairo_status(cr);
-  cairo_destroy(cr);
-  if (status == CAIRO_STATUS_SUCCESS && format == ImageFormat::Png)
-    status = cairo_surface_write_to_png_stream(target, append_bytes, &bytes);
-  cairo_surface_finish(target);
-  if (status == CAIRO_STATUS_SUCCESS) status = cairo_surface_status(target);
-  cairo_surface_destroy(target);
-  check_cairo(status, format == ImageFormat::Svg ? "SVG" : "PNG");
-  return bytes;
+  cairo_status_t status = CAIRO_STATUS_SUCCESS;
+  if (format_ == ImageFormat::Png) status = cairo_surface_write_to_png_stream(surface_, append_bytes, &bytes_);
+  cairo_surface_finish(surface_);  // the SVG's last bytes
+  if (status == CAIRO_STATUS_SUCCESS) status = cairo_surface_status(surface_);
+  check_cairo(status, format_ == ImageFormat::Svg ? "SVG" : "PNG");
+  encoded_ = true;
+  return bytes_;
 }
 
-void Figure::save(const std::string& path, const std::string& who) const {
-  const ImageFormat format = image_format(path, who);
-  io::write_file_atomic(path, encode(format), who);
+void Figure::save(const std::string& path, const std::string& who) {
+  check(image_format(path, who) == format_, who, ": ", path, ": the figure was drawn as ",
+        format_ == ImageFormat::Svg ? "SVG" : "PNG");
+  io::write_file_atomic(path, encode(), who);
 }
 
 }  // namespace hkt::inspect

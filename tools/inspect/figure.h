@@ -1,6 +1,7 @@
 #pragma once
-// The drawing surface of hkt-plot and hkt-inspect heatmap: cairo, recorded
-// as vectors and encoded as PNG or SVG by the output file's extension, with
+// The drawing surface of hkt-plot and hkt-inspect heatmap: cairo, drawing
+// straight into a PNG image or an SVG document (chosen up front: replaying a
+// cairo recording surface into SVG leaks it in cairo 1.16), with
 // text in DejaVu Sans (Debian's fonts-dejavu-core; fontconfig picks another
 // sans-serif face when it is missing). Every cairo error and every failed
 // write is an hkt::Error naming the file.
@@ -24,13 +25,15 @@ enum class Align { Left, Center, Right };
 
 class Figure {
  public:
-  Figure(double width, double height);  // in pixels of the PNG (points of the SVG)
+  // width × height pixels of the PNG (points of the SVG), on white.
+  Figure(double width, double height, ImageFormat format = ImageFormat::Png);
   ~Figure();
   Figure(const Figure&) = delete;
   Figure& operator=(const Figure&) = delete;
 
   double width() const { return width_; }
   double height() const { return height_; }
+  ImageFormat format() const { return format_; }
   cairo_t* cr() const { return cr_; }
 
   // UTF-8 text anchored at (x, y): horizontally by `align`, vertically centred
@@ -43,16 +46,20 @@ class Figure {
   void rectangle(double x, double y, double w, double h, Rgb colour, double line_width = 1);  // outline
   void fill_rectangle(double x, double y, double w, double h, Rgb colour);
 
-  // The encoded image (white background). Throws on a cairo error.
-  std::string encode(ImageFormat format) const;
-  // Encodes by the path's extension and writes it atomically (io/files.h);
-  // errors start with `who` and name the path and the reason.
-  void save(const std::string& path, const std::string& who) const;
+  // The encoded file; the drawing ends here (later calls return the same
+  // bytes). Throws on a cairo error.
+  const std::string& encode();
+  // Writes encode() atomically (io/files.h) to a path whose extension is
+  // the figure's format; errors start with `who` and name the path and the reason.
+  void save(const std::string& path, const std::string& who);
 
  private:
   void set_font(double size, bool bold);
   double width_, height_;
-  cairo_surface_t* recording_;
+  ImageFormat format_;
+  std::string bytes_;  // the SVG as cairo streams it; the PNG at encode()
+  bool encoded_ = false;
+  cairo_surface_t* surface_;
   cairo_t* cr_;
 };
 

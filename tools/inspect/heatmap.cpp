@@ -130,7 +130,7 @@ void draw_panel(Figure& figure, double x, double y, const Layout& layout, const 
 }  // namespace
 
 std::unique_ptr<Figure> attention_heatmap(const BlockAttention& a, int64_t block, int64_t example,
-                                          const std::vector<std::string>& tokens) {
+                                          const std::vector<std::string>& tokens, ImageFormat format) {
   check(example >= 0 && example < static_cast<int64_t>(a.lengths.size()), "heatmap: example ", example,
         " is outside the batch of ", a.lengths.size());
   Layout layout;
@@ -139,7 +139,7 @@ std::unique_ptr<Figure> attention_heatmap(const BlockAttention& a, int64_t block
   layout.side = layout.tokens ? std::clamp(static_cast<double>(layout.length) * 11, 240.0, 440.0) : 240;
   const double width = kHeadColumn + static_cast<double>(a.levels + 1) * (layout.panel_width() + kGap);
   const double height = kHeader + static_cast<double>(a.heads) * layout.panel_height() + kFooter;
-  auto figure = std::make_unique<Figure>(width, height);
+  auto figure = std::make_unique<Figure>(width, height, format);
   figure->text(12, 22,
                "Block " + std::to_string(block) + " · example " + std::to_string(example) + " · length " +
                    std::to_string(layout.length) + " · " + std::to_string(a.levels) +

@@ -22,6 +22,7 @@ constexpr int64_t kMaxTokenLabels = 48;
 // Draws block `block`'s maps of example `example`; `tokens` names the
 // example's tokens (empty, or fewer than its length: positions are numbered).
 std::unique_ptr<Figure> attention_heatmap(const BlockAttention& attention, int64_t block, int64_t example,
-                                          const std::vector<std::string>& tokens = {});
+                                          const std::vector<std::string>& tokens = {},
+                                          ImageFormat format = ImageFormat::Png);
 
 }  // namespace hkt::inspect

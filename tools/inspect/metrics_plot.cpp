@@ -30,8 +30,9 @@ RunCurves parse_metrics(std::string_view text, const std::string& path, const st
       const std::string& type = record.at("type").as_string();
       if (type == "train") curves.loss.emplace_back(number(record, "step"), number(record, "loss"));
       else if (type == "eval") curves.val_accuracy.emplace_back(number(record, "step"), number(record, "val_accuracy"));
-    } catch (const JsonParseError&) {
-      if (complete) fail("hkt-plot: ", path, " line ", line_number, " is not JSON; each line must be one object");
+    } catch (const JsonParseError& error) {
+      if (complete) fail("hkt-plot: ", path, " line ", line_number, ": ", error.what());
+      // else: the run was cut off while writing its last line; what came before is drawn.
     } catch (const Error& error) {
       fail("hkt-plot: ", path, " line ", line_number, ": ", error.what());
     }
@@ -201,14 +202,14 @@ double draw_legend(Figure& figure, const std::vector<RunCurves>& runs, double to
 
 }  // namespace
 
-std::unique_ptr<Figure> plot_runs(const std::vector<RunCurves>& runs, const PlotOptions& options) {
+std::unique_ptr<Figure> plot_runs(const std::vector<RunCurves>& runs, const PlotOptions& options, ImageFormat format) {
   check(!runs.empty(), "hkt-plot: no runs to plot");
   double legend_height;
   {
     Figure measure(PlotLayout::kWidth, PlotLayout::kHeight);
     legend_height = draw_legend(measure, runs, 0, false);
   }
-  auto figure = std::make_unique<Figure>(PlotLayout::kWidth, PlotLayout::kHeight - 22 + legend_height);
+  auto figure = std::make_unique<Figure>(PlotLayout::kWidth, PlotLayout::kHeight - 22 + legend_height, format);
   std::vector<Series> smoothed;
   if (options.smoothing > 0)
     for (const RunCurves& run : runs) smoothed.push_back(smooth(run.loss, options.smoothing));

@@ -41,6 +41,7 @@ struct PlotOptions {
 struct PlotLayout {
   static constexpr double kWidth = 1100, kHeight = 466;
 };
-std::unique_ptr<Figure> plot_runs(const std::vector<RunCurves>& runs, const PlotOptions& options = {});
+std::unique_ptr<Figure> plot_runs(const std::vector<RunCurves>& runs, const PlotOptions& options = {},
+                                  ImageFormat format = ImageFormat::Png);
 
 }  // namespace hkt::inspect
