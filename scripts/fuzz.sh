@@ -11,12 +11,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${HKT_FUZZ_SECONDS:-20}"
 jobs="${HKT_JOBS:-$(nproc)}"
-targets=(${HKT_FUZZ_TARGETS:-safetensors config_json listops idx cifar imdb cli})
+targets=(${HKT_FUZZ_TARGETS:-safetensors config_json listops idx cifar imdb cli metrics})
 
 cmake -S fuzz -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 cmake --build build-fuzz -j "$jobs"
 
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=0"
+export LSAN_OPTIONS="suppressions=$PWD/scripts/lsan.supp"  # fontconfig's caches (fuzz_metrics draws text)
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1
 for target in "${targets[@]}"; do

@@ -7,6 +7,7 @@
 
 #include "tests/data_test_util.h"
 #include "tests/gradcheck.h"
+#include "io/files.h"
 #include "tools/inspect/analysis.h"
 #include "tools/inspect/heatmap.h"
 #include "tools/inspect/metrics_plot.h"
@@ -139,11 +140,15 @@ TEST_CASE("heat map and plot PNGs decode with the expected sizes") {
   const auto maps = attention_maps(model, batch);
   REQUIRE(maps.size() == 2);
   const std::string path = (dir.path() / "block1.png").string();
-  attention_heatmap(maps[1], 1, 1).write_png(path);
+  const auto figure = attention_heatmap(maps[1], 1, 1);
+  figure->save(path, "test");
   const DecodedPng heat = decode(path);
-  CHECK(heat.width == HeatmapLayout::kLeft + 4 * (HeatmapLayout::kCell + HeatmapLayout::kGap));
-  CHECK(heat.height == HeatmapLayout::kTop + 3 * (HeatmapLayout::kCell + HeatmapLayout::kGap) + HeatmapLayout::kBottom);
+  CHECK(heat.width == static_cast<int>(figure->width()));
+  CHECK(heat.height == static_cast<int>(figure->height()));
   CHECK(heat.distinct_colours > 50);  // colour-mapped cells, not a blank canvas
+  // Token labels replace the position numbers along the axes.
+  const std::vector<std::string> names(20, "[MAX");
+  CHECK(attention_heatmap(maps[1], 1, 0, names)->encode() != attention_heatmap(maps[1], 1, 0)->encode());
   CHECK_THROWS_WITH(attention_heatmap(maps[0], 0, 2), Catch::Contains("example 2"));
 
   const auto run = dir.path() / "run";
@@ -155,27 +160,27 @@ TEST_CASE("heat map and plot PNGs decode with the expected sizes") {
   CHECK(curves.loss.size() == 3);
   CHECK(curves.val_accuracy.size() == 2);
   const std::string plot = (dir.path() / "plot.png").string();
-  plot_runs({curves, read_metrics(run.string(), "MHA")}).write_png(plot);
+  plot_runs({curves, read_metrics(run.string(), "MHA")})->save(plot, "test");
   const DecodedPng decoded = decode(plot);
   CHECK(decoded.width == PlotLayout::kWidth);
   CHECK(decoded.height == PlotLayout::kHeight);
   CHECK(decoded.distinct_colours >= 4);  // white, black, grid grey and the run colours
+  const std::string svg = plot_runs({curves}, {}, ImageFormat::Svg)->encode();
+  CHECK(svg.find("<svg") != std::string::npos);
+  RunCurves bad_label = curves;
+  bad_label.label = "run \xFF\xC3 #1";  // not UTF-8: drawn with U+FFFD, not a cairo error
+  CHECK_NOTHROW(plot_runs({bad_label})->encode());
 
   dir.write("bad/metrics.jsonl", "{\"type\":\"train\",\"step\":1,\"loss\":2}\n{\"type\":\"train\",\"step\":2}\n");
   CHECK_THROWS_WITH(read_metrics((dir.path() / "bad").string(), "x"), Catch::Contains("line 2") && Catch::Contains("loss"));
+  // A run cut off mid-line: the torn last line is skipped; the same text before a newline is an error.
+  const std::string first = "{\"type\":\"train\",\"step\":1,\"loss\":2}\n";
+  CHECK(parse_metrics(first + "{\"type\":\"tr", "m.jsonl", "x").loss.size() == 1);
+  CHECK_THROWS_WITH(parse_metrics(first + "{\"type\":\"tr\n" + first, "m.jsonl", "x"),
+                    Catch::Contains("m.jsonl line 2: json: byte 11"));
+  CHECK_THROWS_WITH(parse_metrics("\n \n", "m.jsonl", "x"), Catch::Contains("no train or eval lines"));
 }
 
-TEST_CASE("nice ticks are 1, 2 or 5 times a power of ten and cover the range") {
-  CHECK(nice_ticks(0, 600) == std::vector<double>{0, 200, 400, 600});
-  const auto fine = nice_ticks(0.11, 0.29);
-  REQUIRE(fine.size() == 3);
-  CHECK(fine[0] == Approx(0.15));
-  CHECK(fine[2] == Approx(0.25));
-  const auto ticks = nice_ticks(1.72, 2.31);
-  CHECK(ticks.front() >= 1.72);
-  CHECK(ticks.back() <= 2.31);
-  CHECK(ticks.size() >= 3);
-}
 
 TEST_CASE("the hkt-plot command line: a PNG for two runs, exit 2 on bad flags, 1 on a missing run") {
   hkt::testing::TempDir dir;
@@ -192,8 +197,64 @@ TEST_CASE("the hkt-plot command line: a PNG for two runs, exit 2 on bad flags, 1
   const std::string png = (dir.path() / "p.png").string();
   CHECK(plot("--runs " + runs + " --labels A,B --out " + png) == 0);
   CHECK(decode(png).width == PlotLayout::kWidth);
+  const std::string svg = (dir.path() / "p.svg").string();
+  CHECK(plot("--runs " + runs + " --log-y --smooth 0.9 --out " + svg) == 0);
+  CHECK(io::read_file_bytes(svg, "test").find("<svg") != std::string::npos);
+  CHECK(plot("--runs " + runs + " --out " + (dir.path() / "p.jpg").string()) == 2);  // PNG or SVG only
+  CHECK(plot("--runs " + runs + " --smooth 1") == 2);
   CHECK(plot("--runs " + runs + " --labels A --out " + png) == 2);  // two runs, one label
   CHECK(plot("--runs " + runs + " --colour red") == 2);
   CHECK(plot("--out " + png) == 2);
   CHECK(plot("--runs " + (dir.path() / "missing").string() + " --out " + png) == 1);
+}
+
+namespace {
+
+// Runs hkt-plot through the shell (`prefix` goes before it), output to out.txt.
+int run_plot(const hkt::testing::TempDir& dir, const std::string& arguments, const std::string& prefix = "") {
+  const std::string command = "(" + prefix + " " + std::string(HKT_BINARY_DIR) + "/hkt-plot " + arguments + ") > " +
+                              (dir.path() / "out.txt").string() + " 2>&1";
+  const int status = std::system(command.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("hkt-plot draws any value a metrics line can hold") {
+  hkt::testing::TempDir dir;
+  // Each once crashed (SIGSEGV) or allocated until bad_alloc.
+  const std::vector<std::vector<std::string>> cases = {
+      {"1e16", "1e16", "1e17"},     {"1e308", "-1e308", "1.7976931348623157e308"},
+      {"5e-324", "1e-320", "0"},    {"1.0000000000000002e300", "1e300", "1e300"},
+      {"null", "2", "null"},        {"-1", "-2", "-1e-300"},
+      {"3"}};
+  for (size_t c = 0; c < cases.size(); ++c) {
+    std::string lines;
+    for (size_t i = 0; i < cases[c].size(); ++i) {
+      const std::string& v = cases[c][i];
+      lines += "{\"type\":\"train\",\"step\":" + std::to_string(i * 10) + ",\"loss\":" + v + "}\n";
+      lines += "{\"type\":\"eval\",\"step\":" + (v == "null" ? "1" : v) + ",\"val_accuracy\":" + v + "}\n";
+    }
+    const std::string run = "run" + std::to_string(c);
+    dir.write(run + "/metrics.jsonl", lines);
+    for (const std::string& flags : {"", " --log-y", " --smooth 0.99"}) {
+      INFO("values " << lines << "flags" << flags);
+      const std::string png = (dir.path() / (run + ".png")).string();
+      CHECK(run_plot(dir, "--runs " + (dir.path() / run).string() + flags + " --out " + png, "timeout 30") == 0);
+      CHECK(decode(png).width == PlotLayout::kWidth);
+    }
+  }
+}
+
+TEST_CASE("hkt-plot: a failed write is an error naming the file, and leaves no file") {
+  hkt::testing::TempDir dir;
+  dir.write("a/metrics.jsonl", "{\"type\":\"train\",\"step\":10,\"loss\":2.3}\n");
+  const std::string png = (dir.path() / "p.png").string();
+  // A file-size limit of 1 KiB stands in for a full disk: write() fails with EFBIG
+  // (SIGXFSZ ignored, as a full disk sends no signal).
+  CHECK(run_plot(dir, "--runs " + (dir.path() / "a").string() + " --out " + png, "trap '' XFSZ; ulimit -f 1;") == 1);
+  const std::string message = io::read_file_bytes((dir.path() / "out.txt").string(), "test");
+  CHECK_THAT(message, Catch::Contains("hkt-plot: ") && Catch::Contains(png) && Catch::Contains("File too large"));
+  CHECK_THAT(message, !Catch::Contains("wrote"));
+  CHECK(!std::filesystem::exists(png));
 }

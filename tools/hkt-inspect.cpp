@@ -2,7 +2,7 @@
 //   grads      gradient norms per parameter; flags NaN/inf gradients (exit 1)
 //   gradcheck  float64 finite differences vs backward on the real model (exit 1 above tolerance)
 //   dump       the gradient dump of SPEC section 6 (safetensors)
-//   heatmap    attention weights and per-level scores as one PNG per block
+//   heatmap    attention weights and per-level scores as one PNG (or SVG) per block
 //   analysis   score kurtosis, symmetric/antisymmetric split of Wq Wkᵀ, score cost vs the 4^-l bound
 #include <cstdio>
 #include <cstring>
@@ -120,17 +120,21 @@ int run_heatmap(const cli::Flags& flags) {
   check(example >= 0 && example < in.batch.tokens.size(0), "hkt-inspect heatmap: --example ", example,
         " is outside the batch of ", in.batch.tokens.size(0));
   const std::vector<BlockAttention> maps = attention_maps(*in.run.model, in.batch);
+  const std::string format = flags.get("format");
+  check(format == "png" || format == "svg", "hkt-inspect heatmap: --format must be png or svg, got '", format, "'");
+  const std::vector<std::string> tokens = token_names(in.run.options.task, in.batch, example);
   std::filesystem::create_directories(flags.get("out"));
   Json files = Json::array();
   for (size_t block = 0; block < maps.size(); ++block) {
     const std::string path =
-        (std::filesystem::path(flags.get("out")) / ("attention_block" + std::to_string(block) + ".png")).string();
-    Canvas canvas = attention_heatmap(maps[block], static_cast<int64_t>(block), example);
-    canvas.write_png(path);
-    files.push_back(Json::object({{"path", path}, {"width", canvas.width()}, {"height", canvas.height()}}));
+        (std::filesystem::path(flags.get("out")) / ("attention_block" + std::to_string(block) + "." + format)).string();
+    const auto figure = attention_heatmap(maps[block], static_cast<int64_t>(block), example, tokens,
+                                          format == "svg" ? ImageFormat::Svg : ImageFormat::Png);
+    figure->save(path, "hkt-inspect heatmap");
+    files.push_back(Json::object({{"path", path}, {"width", figure->width()}, {"height", figure->height()}}));
     if (!flags.get_bool("json"))
-      std::printf("wrote %s (%d x %d): block %zu, example %lld (length %lld), %lld heads x (A + %lld levels)\n",
-                  path.c_str(), canvas.width(), canvas.height(), block, static_cast<long long>(example),
+      std::printf("wrote %s (%g x %g): block %zu, example %lld (length %lld), %lld heads x (A + %lld levels)\n",
+                  path.c_str(), figure->width(), figure->height(), block, static_cast<long long>(example),
                   static_cast<long long>(maps[block].lengths[static_cast<size_t>(example)]),
                   static_cast<long long>(maps[block].heads), static_cast<long long>(maps[block].levels));
   }
@@ -217,6 +221,7 @@ std::map<std::string, Subcommand> subcommands() {
                       declare_common(f, "1");
                       f.add("example", "0", "which example of the batch to draw");
                       f.add("out", "", "output folder (attention_block<i>.png)");
+                      f.add("format", "png", "png | svg");
                     },
                     run_heatmap, {"run", "out"}};
   all["attention"] = all["heatmap"];  // the name for it; both stay

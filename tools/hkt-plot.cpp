@@ -1,5 +1,5 @@
 // hkt-plot: training loss and validation accuracy against the step, from the
-// metrics.jsonl of one or more hkt-train run folders, as one PNG.
+// metrics.jsonl of one or more hkt-train run folders, as one PNG or SVG.
 #include <cstdio>
 
 #include "engine/error.h"
@@ -25,11 +25,15 @@ std::vector<std::string> split_commas(const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  cli::Flags flags("hkt-plot", "Plots training loss and validation accuracy of hkt-train runs into one PNG.");
+  cli::Flags flags("hkt-plot", "Plots training loss and validation accuracy of hkt-train runs into one PNG or SVG.");
   flags.add("runs", "", "comma-separated run folders (each with metrics.jsonl)");
   flags.add("labels", "", "comma-separated legend labels (default: the folder names)");
-  flags.add("out", "plot.png", "output PNG");
+  flags.add("out", "plot.png", "output image: .png or .svg");
+  flags.add_switch("log-y", "log-scale y axis for the training loss");
+  flags.add("smooth", "0", "EMA weight in [0, 1) for the training loss, as TensorBoard's smoothing (0: none)");
   std::vector<std::string> folders, labels;
+  inspect::PlotOptions options;
+  inspect::ImageFormat format = inspect::ImageFormat::Png;
   try {
     if (!flags.parse(argc, argv)) return 0;
     hkt::check(flags.was_given("runs"), "hkt-plot: --runs DIR[,DIR...] is required");
@@ -37,6 +41,11 @@ int main(int argc, char** argv) {
     labels = flags.was_given("labels") ? split_commas(flags.get("labels")) : folders;
     hkt::check(labels.size() == folders.size(), "hkt-plot: ", folders.size(), " runs but ", labels.size(), " labels");
     for (const std::string& folder : folders) hkt::check(!folder.empty(), "hkt-plot: an empty run folder in --runs");
+    options.log_loss = flags.get_bool("log-y");
+    options.smoothing = flags.get_double("smooth");
+    hkt::check(options.smoothing >= 0 && options.smoothing < 1, "hkt-plot: --smooth must be in [0, 1), got ",
+               flags.get("smooth"));
+    format = inspect::image_format(flags.get("out"), "hkt-plot");
   } catch (const std::exception& error) {
     std::fprintf(stderr, "%s\n", error.what());
     return 2;
@@ -44,9 +53,9 @@ int main(int argc, char** argv) {
   try {
     std::vector<inspect::RunCurves> runs;
     for (size_t i = 0; i < folders.size(); ++i) runs.push_back(inspect::read_metrics(folders[i], labels[i]));
-    inspect::Canvas canvas = inspect::plot_runs(runs);
-    canvas.write_png(flags.get("out"));
-    std::printf("wrote %s (%d x %d):", flags.get("out").c_str(), canvas.width(), canvas.height());
+    const auto figure = inspect::plot_runs(runs, options, format);
+    figure->save(flags.get("out"), "hkt-plot");
+    std::printf("wrote %s (%g x %g):", flags.get("out").c_str(), figure->width(), figure->height());
     for (const auto& run : runs)
       std::printf(" %s (%zu loss points, %zu eval points)", run.label.c_str(), run.loss.size(), run.val_accuracy.size());
     std::printf("\n");

@@ -1,22 +1,28 @@
 #pragma once
-// Attention heat maps: one PNG per block for one example of the batch. A grid
-// with a row per head; column 0 is the attention weights A (SPEC section 3),
-// columns 1 … L the level scores S^(l) over the example's valid positions.
-// Each cell is coloured from its own minimum (dark) to its maximum (yellow).
+// Attention heat maps: one image per block for one example of the batch. A
+// grid with a row per head; column 0 is the attention weights A (SPEC
+// section 3), columns 1 … L the level scores S^(l) over the example's valid
+// positions. Each panel is coloured over its own range, shown by its colour
+// bar; for short examples the tokens label both axes of A and S^(0).
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "tools/inspect/attention_maps.h"
-#include "tools/inspect/raster.h"
+#include "tools/inspect/figure.h"
 
 namespace hkt::inspect {
 
-struct HeatmapLayout {
-  static constexpr int kCell = 160, kGap = 12, kLeft = 150, kTop = 44, kBottom = 24;
-  static int width(int64_t levels) { return kLeft + static_cast<int>(levels + 1) * (kCell + kGap); }
-  static int height(int64_t heads) { return kTop + static_cast<int>(heads) * (kCell + kGap) + kBottom; }
-};
+// Viridis (matplotlib's default colour map) at t in [0, 1] (clamped; NaN → 0).
+Rgb viridis(double t);
 
-// Draws block `block`'s maps of example `example` (HeatmapLayout's size).
-Canvas attention_heatmap(const BlockAttention& attention, int64_t block, int64_t example);
+// Token labels are drawn when the example has at most this many valid positions.
+constexpr int64_t kMaxTokenLabels = 48;
+
+// Draws block `block`'s maps of example `example`; `tokens` names the
+// example's tokens (empty, or fewer than its length: positions are numbered).
+std::unique_ptr<Figure> attention_heatmap(const BlockAttention& attention, int64_t block, int64_t example,
+                                          const std::vector<std::string>& tokens = {},
+                                          ImageFormat format = ImageFormat::Png);
 
 }  // namespace hkt::inspect

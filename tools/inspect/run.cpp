@@ -1,8 +1,10 @@
 #include "tools/inspect/run.h"
 
+#include <cstdio>
 #include <filesystem>
 #include <numeric>
 
+#include "data/listops.h"
 #include "hkt.h"
 #include "io/files.h"
 #include "io/json.h"
@@ -40,6 +42,29 @@ data::Batch load_batch(const models::TrainOptions& options, const std::string& s
   std::vector<int64_t> indices(static_cast<size_t>(count));
   std::iota(indices.begin(), indices.end(), offset);
   return data::make_batch(set, indices);
+}
+
+std::vector<std::string> token_names(const std::string& task, const data::Batch& batch, int64_t example) {
+  static const std::vector<std::string> kListOps = {"0", "1", "2", "3", "4", "5", "6", "7", "8", "9",
+                                                    "[MAX", "[MIN", "[MED", "[SM", "]", "(", ")"};
+  const int64_t length = batch.lengths.to_vector<int64_t>()[static_cast<size_t>(example)];
+  const std::vector<int64_t> ids = batch.tokens.to_vector<int64_t>();
+  std::vector<std::string> names;
+  for (int64_t i = 0; i < length; ++i) {
+    const int64_t id = ids[static_cast<size_t>(example * batch.tokens.size(1) + i)];
+    std::string name = std::to_string(id);
+    if (task == "listops") {
+      for (const std::string& token : kListOps)
+        if (data::listops_token_id(token) == id) name = token;
+    } else if (task == "imdb" && id >= 1 && id <= 256) {
+      const int byte = static_cast<int>(id - 1);
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02X", byte);
+      name = byte > 0x20 && byte < 0x7F ? std::string(1, static_cast<char>(byte)) : byte == 0x20 ? "␣" : escaped;
+    }
+    names.push_back(name);
+  }
+  return names;
 }
 
 Tensor classifier_loss(const models::Classifier& model, const data::Batch& batch) {

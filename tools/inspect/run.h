@@ -3,6 +3,7 @@
 // config.json and checkpoint) loaded into a model, and a batch of its data.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "data/dataset.h"
 #include "models/classifier.h"
@@ -24,6 +25,11 @@ LoadedRun load_run(const std::string& folder, const std::string& checkpoint = ""
 // `count` examples of a split ("train", "val" or "test") of the run's task,
 // starting at `offset`; throws when the split is empty or too short.
 data::Batch load_batch(const models::TrainOptions& options, const std::string& split, int64_t offset, int64_t count);
+
+// The tokens of example `example` of the batch as text, for labels: ListOps
+// tokens as written ("[MAX", "7", ")"), IMDB bytes as characters (\xNN when
+// not printable), pixel values as numbers.
+std::vector<std::string> token_names(const std::string& task, const data::Batch& batch, int64_t example);
 
 // The training loss, the mean cross-entropy of the batch (SPEC section 5).
 Tensor classifier_loss(const models::Classifier& model, const data::Batch& batch);
