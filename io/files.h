@@ -9,7 +9,7 @@
 namespace hkt::io {
 
 // A whole file, at most max_bytes (checked against its size before
-// allocating); `who` starts the messages.
+// allocating). Messages start with the path, after `who` when not empty.
 std::string read_file_bytes(const std::string& path, const std::string& who, uint64_t max_bytes = uint64_t{1} << 32);
 
 // A file written so that a crash leaves the old file at `path` or the new
@@ -18,7 +18,8 @@ std::string read_file_bytes(const std::string& path, const std::string& who, uin
 // new name never points at unwritten blocks after a power loss, renames it
 // over `path` and fsyncs the folder, so the rename itself lasts. A writer
 // dropped before commit() (an error on the way) removes its temporary file.
-// Errors are hkt::Error starting with `who` and naming the file.
+// Missing parent folders are created. Errors are hkt::Error naming the file
+// (after `who` when not empty).
 class AtomicFile {
  public:
   // `temporary`: the temporary file's name; "" means path + ".tmp.<pid>".

@@ -14,6 +14,7 @@
 #include "engine/autograd.h"
 #include "engine/device_choice.h"
 #include "engine/threads.h"
+#include "engine/version.h"
 #include "io/files.h"
 #include "io/json.h"
 #include "nn/optim.h"
@@ -33,19 +34,22 @@ namespace fs = std::filesystem;
 
 // Keeps the metrics lines up to `step` (a resumed run rewrites what follows),
 // replacing the file atomically: a crash during the resume keeps the old lines.
+// The test line goes too: the run writes it again when it ends, so resuming
+// a finished run does not log its test twice.
 void truncate_metrics(const std::string& path, int64_t step) {
   std::ifstream in(path);
   if (!in) return;
   std::string line, kept;
   while (std::getline(in, line)) {
     try {
-      if (parse_json(line).at("step").as_int() <= step) kept += line + "\n";
+      const Json fields = parse_json(line);
+      if (fields.at("step").as_int() <= step && fields.at("type").as_string() != "test") kept += line + "\n";
     } catch (const Error&) {
       break;  // a line cut short by a crash ends the usable log
     }
   }
   in.close();
-  io::write_file_atomic(path, kept, "train: " + path);
+  io::write_file_atomic(path, kept, "");
 }
 
 std::string format_evaluation(const char* split, int64_t step, const Evaluation& e) {
@@ -89,10 +93,10 @@ struct Run {
 // Checks, data, model and optimizer (resumed from the checkpoint with
 // --resume), config.json, the first lines on stdout.
 std::unique_ptr<Run> set_up(const TrainOptions& options) {
-  check(options.batch >= 1, "train: --batch must be at least 1");
+  check(options.batch >= 1, "--batch must be at least 1");
   distributed::Communicator& comm = distributed::world();
   comm.set_timeout(options.collective_timeout);
-  check(options.bucket_mb > 0, "train: --bucket-mb must be positive, got ", options.bucket_mb);
+  check(options.bucket_mb > 0, "--bucket-mb must be positive, got ", options.bucket_mb);
   auto run = std::make_unique<Run>(options, comm);
   if (options.threads > 0) set_num_threads(options.threads);
   run->task = load_task(options);
@@ -107,7 +111,7 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
 
   run->steps_per_epoch = std::max<int64_t>(1, train.count / options.batch);
   run->total = options.steps > 0 ? options.steps : options.epochs * run->steps_per_epoch;
-  check(run->total >= 1, "train: nothing to do (0 steps)");
+  check(run->total >= 1, "nothing to do (0 steps)");
   run->eval_every = options.eval_every > 0 ? options.eval_every : run->steps_per_epoch;
   run->checkpoint_every = options.checkpoint_every > 0 ? options.checkpoint_every : run->eval_every;
   run->schedule = {options.lr, options.warmup >= 0 ? options.warmup : run->total / 10, run->total, 0.0};
@@ -123,9 +127,17 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
   run->optimizer = std::make_unique<AdamW>(
       model.named_parameters(),
       AdamWOptions{.lr = options.lr, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-8, .weight_decay = options.weight_decay});
+  std::string resume_note;
   if (options.resume) {
-    check(fs::exists(run->checkpoint), "train: --resume: no checkpoint at ", run->checkpoint);
-    run->step = load_checkpoint(run->checkpoint, model, *run->optimizer);
+    check(fs::exists(run->checkpoint), run->checkpoint, ": no such file (nothing to resume)");
+    const LoadedCheckpoint loaded = load_checkpoint(run->checkpoint, model, *run->optimizer);
+    run->step = loaded.step;
+    if (!loaded.checksum) resume_note += "\nnote: " + run->checkpoint + " has no checksum: not written by hkt-train";
+    if (!loaded.optimizer_state)
+      resume_note += "\nnote: " + run->checkpoint + " holds no optimizer state: AdamW starts fresh at step " +
+                     std::to_string(run->step);
+    if (run->step >= run->total)
+      resume_note += "\nnote: the run already finished its " + std::to_string(run->total) + " steps";
     if (run->lead) truncate_metrics(run->metrics_path, run->step);
   } else if (run->lead) {
     std::ofstream(run->metrics_path, std::ios::trunc);
@@ -135,14 +147,16 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
   if (run->lead) {
     Json options_json = options_to_json(options);
     options_json.set("model", config_to_json(config));
-    io::write_file_atomic((fs::path(options.out) / "config.json").string(), to_json(options_json) + "\n", "train");
+    options_json.set("version", version());
+    io::write_file_atomic((fs::path(options.out) / "config.json").string(), to_json(options_json) + "\n", "");
     run->metrics.open(run->metrics_path, std::ios::app);
   }
-  std::printf("%s: %s, %lld parameters, %lld train / %lld val examples, T = %lld, %lld steps (%lld per epoch)%s\n",
-              options.task.c_str(), config.attention.c_str(), (long long)model.parameter_count(),
+  std::printf("hkt %s: %s: %s, %lld parameters, %lld train / %lld val examples, T = %lld, %lld steps (%lld per "
+              "epoch)%s%s\n",
+              version(), options.task.c_str(), config.attention.c_str(), (long long)model.parameter_count(),
               (long long)train.count, (long long)run->task.val.count, (long long)config.max_len, (long long)run->total,
               (long long)run->steps_per_epoch,
-              run->step > 0 ? (", resuming at step " + std::to_string(run->step)).c_str() : "");
+              run->step > 0 ? (", resuming at step " + std::to_string(run->step)).c_str() : "", resume_note.c_str());
   if (model.parameters().front().device().type == DeviceType::CPU) {
     const BlasInfo blas = blas_info();
     std::printf("cpu: %d threads, attention on the %s path, GEMMs on the micro-kernel and %s (kernels %s)\n",
@@ -155,7 +169,7 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
 }
 
 struct StepResult {
-  int64_t epoch;
+  int64_t epoch;  // counted from 1, on the console and in metrics.jsonl alike
   double loss, lr, grad_norm, step_ms, allreduce_ms;
 };
 
@@ -180,7 +194,7 @@ StepResult take_step(Run& run) {
   }
 
   const auto start = std::chrono::steady_clock::now();
-  StepResult result{epoch, 0, run.schedule.at(step), 0, 0, 0};
+  StepResult result{epoch + 1, 0, run.schedule.at(step), 0, 0, 0};
   run.optimizer->set_lr(result.lr);
   run.optimizer->zero_grad();
   // This rank's share of the global mean loss (shard mean × shard share).
@@ -192,7 +206,7 @@ StepResult take_step(Run& run) {
   }
   if (comm.size() > 1) comm.all_reduce_sum(&result.loss, 1);  // a NaN anywhere stops every rank here
   if (!std::isfinite(result.loss))
-    fail("train: the loss is ", result.loss, " at step ", step, "; the last finite loss was ", run.last_finite_loss,
+    fail("the loss is ", result.loss, " at step ", step, "; the last finite loss was ", run.last_finite_loss,
          " at step ", run.last_finite_step, "; the last good checkpoint is kept at ", run.checkpoint);
   if (loss.defined()) loss.backward(Tensor::full(loss.shape(), shard.weight, loss.dtype(), loss.device()));
   const auto reduce_start = std::chrono::steady_clock::now();
@@ -217,7 +231,7 @@ void log_step(Run& run, const StepResult& result, Progress& progress) {
     if (run.comm.size() > 1) line.set("allreduce_ms", result.allreduce_ms);
     write_json_line(run.metrics, line);
   }
-  progress.update(step, result.epoch + 1, result.loss, result.lr);
+  progress.update(step, result.epoch, result.loss, result.lr);
 }
 
 Evaluation evaluate_split(Run& run, const data::Dataset& split) {

@@ -9,6 +9,7 @@
 #include "data/listops.h"
 #include "engine/autograd.h"
 #include "engine/device_choice.h"
+#include "io/files.h"
 #include "io/json.h"
 #include "ops/loss.h"
 
@@ -22,13 +23,26 @@ constexpr uint64_t kHoldOutStream = 0xDA7A;  // epochs use streams 0, 1, 2, ...
 // Holds `count` shuffled examples of train out as the validation set (IMDB's
 // files come sorted by class, so the held-out part must not be the tail).
 std::pair<data::Dataset, data::Dataset> hold_out(const data::Dataset& train, int64_t count, uint64_t seed) {
-  check(count > 0 && count < train.count, "train: cannot hold out ", count, " validation examples of ", train.count);
+  check(count > 0 && count < train.count, "cannot hold out ", count, " validation examples of ", train.count);
   std::vector<int64_t> order = shuffled_order(train.count, seed, kHoldOutStream);
   std::vector<int64_t> kept(order.begin(), order.end() - count), held(order.end() - count, order.end());
   return {data::subset(train, kept), data::subset(train, held)};
 }
 
 std::string in_folder(const std::string& folder, const std::string& name) { return (fs::path(folder) / name).string(); }
+
+// A number; runs written before 0.4 hold it as a decimal string.
+uint64_t seed_from_json(const Json& seed) {
+  if (!seed.is_string()) {
+    const int64_t value = seed.as_int();
+    check(value >= 0 && value <= kMaxSeed, "seed ", value, " is outside 0..2^53");
+    return static_cast<uint64_t>(value);
+  }
+  const std::string& text = seed.as_string();
+  check(!text.empty() && text.find_first_not_of("0123456789") == std::string::npos && text.size() <= 19,
+        "seed must be a whole number, got \"", text, "\"");
+  return std::stoull(text);
+}
 
 }  // namespace
 
@@ -53,7 +67,7 @@ Json options_to_json(const TrainOptions& o) {
                        {"warmup", o.warmup},
                        {"weight_decay", o.weight_decay},
                        {"clip", o.clip},
-                       {"seed", std::to_string(o.seed)},  // as a string: JSON numbers are doubles
+                       {"seed", o.seed},  // at most 2^53 (--seed's range): exact as a JSON number
                        {"threads", o.threads},
                        {"device", o.device.str()},
                        {"log_every", o.log_every},
@@ -78,10 +92,7 @@ TrainOptions options_from_json(const Json& json) {
   o.warmup = json.at("warmup").as_int();
   o.weight_decay = json.at("weight_decay").as_number();
   o.clip = json.at("clip").as_number();
-  const std::string& seed = json.at("seed").as_string();
-  check(!seed.empty() && seed.find_first_not_of("0123456789") == std::string::npos && seed.size() <= 19,
-        "config: seed must be a decimal string, got \"", seed, "\"");
-  o.seed = std::stoull(seed);
+  o.seed = seed_from_json(json.at("seed"));
   o.threads = static_cast<int>(json.at("threads").as_int());
   if (json.contains("device")) o.device = dispatch::parse_device(json.at("device").as_string());  // absent before CUDA
   o.log_every = json.at("log_every").as_int();
@@ -89,17 +100,27 @@ TrainOptions options_from_json(const Json& json) {
   o.eval_batches = json.at("eval_batches").as_int();
   o.checkpoint_every = json.at("checkpoint_every").as_int();
   const std::string& impl = json.at("attention_impl").as_string();
-  check(impl == "fused" || impl == "composed", "config: attention_impl must be fused or composed, got \"", impl, "\"");
+  check(impl == "fused" || impl == "composed", "attention_impl must be fused or composed, got \"", impl, "\"");
   o.fused_attention = impl == "fused";
   o.model = config_from_json(json.at("model"));
   return o;
+}
+
+TrainOptions read_run_options(const std::string& folder) {
+  const std::string path = in_folder(folder, "config.json");
+  check(fs::exists(path), path, ": no such file (is ", folder, " a run folder written by hkt-train?)");
+  try {
+    return options_from_json(parse_json(io::read_file_bytes(path, "")));
+  } catch (const Error& error) {
+    fail(path, ": ", error.what());
+  }
 }
 
 TaskData load_task(const TrainOptions& options) {
   TaskData task;
   const std::string& folder = options.data;
   if (options.task == "listops") {
-    check(!folder.empty(), "train: --data FOLDER is required for listops (train.tsv, val.tsv, optional test.tsv; "
+    check(!folder.empty(), "--data FOLDER is required for listops (train.tsv, val.tsv, optional test.tsv; "
                            "make them with listops-gen)");
     task.train = data::load_listops(in_folder(folder, "train.tsv"), options.seq_len);
     task.val = data::load_listops(in_folder(folder, "val.tsv"), options.seq_len);
@@ -109,15 +130,15 @@ TaskData load_task(const TrainOptions& options) {
     task.train = data::load_fashion_mnist(where, true);
     task.test = data::load_fashion_mnist(where, false);
   } else if (options.task == "imdb") {
-    check(!folder.empty(), "train: --data FOLDER (the aclImdb folder) is required for imdb");
+    check(!folder.empty(), "--data FOLDER (the aclImdb folder) is required for imdb");
     task.train = data::load_imdb(folder, true, options.seq_len);
     task.test = data::load_imdb(folder, false, options.seq_len);
   } else if (options.task == "cifar10") {
-    check(!folder.empty(), "train: --data FOLDER (with data_batch_*.bin) is required for cifar10");
+    check(!folder.empty(), "--data FOLDER (with data_batch_*.bin) is required for cifar10");
     task.train = data::load_cifar10(folder, true, data::CifarPixels::Grey);
     task.test = data::load_cifar10(folder, false, data::CifarPixels::Grey);
   } else {
-    fail("train: unknown task '", options.task, "' (listops, fmnist, imdb or cifar10)");
+    fail("unknown task '", options.task, "' (listops, fmnist, imdb or cifar10)");
   }
   if (options.train_limit > 0 && options.train_limit < task.train.count)
     task.train = data::split_off(task.train, task.train.count - options.train_limit).first;

@@ -52,6 +52,10 @@ struct TrainOptions {
 // from_json throws naming a missing key or a value of the wrong type.
 Json options_to_json(const TrainOptions& options);
 TrainOptions options_from_json(const Json& json);
+// DIR/config.json of a run folder; errors name the file.
+TrainOptions read_run_options(const std::string& folder);
+// The largest seed: config.json holds it as a JSON number (a double).
+inline constexpr int64_t kMaxSeed = int64_t{1} << 53;
 
 // A permutation of [0, n) fixed by (seed, stream); epoch e reads the training
 // set in shuffled_order(n, seed, e), so data order is a function of the step.

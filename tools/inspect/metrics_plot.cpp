@@ -15,7 +15,7 @@ namespace hkt::inspect {
 
 RunCurves read_metrics(const std::string& folder, const std::string& label) {
   const std::string path = (std::filesystem::path(folder) / "metrics.jsonl").string();
-  std::istringstream lines(io::read_file_bytes(path, "hkt-plot"));
+  std::istringstream lines(io::read_file_bytes(path, ""));
   RunCurves curves;
   curves.label = label;
   std::string line;
@@ -29,10 +29,10 @@ RunCurves read_metrics(const std::string& folder, const std::string& label) {
       else if (type == "eval")
         curves.val_accuracy.emplace_back(record.at("step").as_number(), record.at("val_accuracy").as_number());
     } catch (const Error& error) {
-      fail("hkt-plot: ", path, " line ", number, ": ", error.what());
+      fail(path, ": line ", number, ": ", error.what());
     }
   }
-  check(!curves.loss.empty() || !curves.val_accuracy.empty(), "hkt-plot: ", path, " has no train or eval lines");
+  check(!curves.loss.empty() || !curves.val_accuracy.empty(), path, ": no train or eval lines");
   return curves;
 }
 
@@ -115,7 +115,7 @@ void draw_panel(Canvas& canvas, int x, int y, int w, int h, const std::string& t
 }  // namespace
 
 Canvas plot_runs(const std::vector<RunCurves>& runs) {
-  check(!runs.empty(), "hkt-plot: no runs to plot");
+  check(!runs.empty(), "no runs to plot");
   Canvas canvas(PlotLayout::kWidth, PlotLayout::kHeight);
   std::vector<const std::vector<std::pair<double, double>>*> losses, accuracies;
   for (const RunCurves& run : runs) losses.push_back(&run.loss), accuracies.push_back(&run.val_accuracy);
