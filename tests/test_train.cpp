@@ -92,7 +92,7 @@ TEST_CASE("a loss that becomes NaN stops the run with the step and the last fini
   exploding.clip = 0;
   exploding.steps = 20;
   exploding.checkpoint_every = 1;
-  REQUIRE_THROWS_WITH(train(exploding), Catch::Matches("train: the loss is (-?nan|inf) at step [0-9]+; the last finite "
+  REQUIRE_THROWS_WITH(train(exploding), Catch::Matches("the loss is (-?nan|inf) at step [0-9]+; the last finite "
                                                        "loss was .* at step [0-9]+; the last good checkpoint is kept "
                                                        "at .*checkpoint.safetensors"));
 }
@@ -101,15 +101,27 @@ TEST_CASE("the hkt-train command line: unknown flags, bad values and missing dat
   hkt::testing::TempDir dir;
   auto log = dir.path() / "log.txt";
   CHECK(run_tool("--bogus 3", log) == 2);
-  CHECK(read_text(log).find("hkt-train: unknown flag --bogus (see --help)") != std::string::npos);
+  CHECK(read_text(log).find("hkt-train: unknown flag --bogus (see hkt-train --help)") != std::string::npos);
   CHECK(run_tool("--batch many", log) == 2);
-  CHECK(read_text(log).find("hkt-train: --batch needs a whole number, got 'many'") != std::string::npos);
+  CHECK(read_text(log).find("hkt-train: --batch must be a whole number in 1..1048576, got 'many'") !=
+        std::string::npos);
+  // Values that would wrap or make no sense are refused by the parser, naming the flag and its range.
+  CHECK(run_tool("--lr -1", log) == 2);
+  CHECK(read_text(log).find("hkt-train: --lr must be a finite number >= 0, got '-1'") != std::string::npos);
+  CHECK(run_tool("--epochs 4611686018427387905", log) == 2);
+  CHECK(read_text(log).find("--epochs must be a whole number in 1..1000000") != std::string::npos);
+  CHECK(run_tool("--threads 4294967297", log) == 2);
+  CHECK(read_text(log).find("--threads must be a whole number in 0..4096") != std::string::npos);
+  CHECK(run_tool("--seed 9007199254740993", log) == 2);
+  CHECK(read_text(log).find("--seed must be a whole number in 0..9007199254740992") != std::string::npos);
   CHECK(run_tool("--task listops --data " + (dir.path() / "absent").string() + " --out " + dir.path().string(), log) ==
         1);
   CHECK(read_text(log).find("absent/train.tsv") != std::string::npos);
   CHECK(run_tool("--help", log) == 0);
   CHECK(read_text(log).find("--model VALUE") != std::string::npos);
   CHECK(read_text(log).find("--attention-impl VALUE") != std::string::npos);
+  CHECK(read_text(log).find("--lr X") != std::string::npos);
+  CHECK(read_text(log).find("(default 0.001)") != std::string::npos);
 }
 
 TEST_CASE("hkt-train --device: a bad name or a device this machine lacks is a usage error naming it") {
@@ -152,6 +164,9 @@ TEST_CASE("hkt-train --resume DIR continues with the run's saved options and mat
 
   CHECK(run_tool("--resume " + (dir.path() / "resumed").string() + " --lr 1", log) == 2);
   CHECK(read_text(log).find("--resume takes the run's options from") != std::string::npos);
-  CHECK(run_tool("--resume " + (dir.path() / "absent").string(), log) == 2);
-  CHECK(read_text(log).find("absent/config.json") != std::string::npos);
+  // A missing file is a failure (1), not a usage error; the message names the program and the path once.
+  CHECK(run_tool("--resume " + (dir.path() / "absent").string(), log) == 1);
+  const std::string missing = read_text(log);
+  CHECK(missing.find("hkt-train: " + (dir.path() / "absent" / "config.json").string() + ": no such file") == 0);
+  CHECK(missing.find("hkt-train", 1) == std::string::npos);
 }

@@ -41,7 +41,7 @@ cli::Flags declare_flags() {
   flags.add_int("warmup", -1, "warm-up steps (-1: 10 % of the steps)", -1, int64_t{1} << 40);
   flags.add_real("weight-decay", 0.01, "AdamW decoupled weight decay", 0);
   flags.add_real("clip", 1.0, "global gradient-norm clip (0: none)", 0);
-  flags.add_int("seed", 0, "seed of initialisation and data order", 0, kIntMax);
+  flags.add_int("seed", 0, "seed of initialisation and data order", 0, models::kMaxSeed);
   flags.add_int("threads", 0, "CPU threads (0: OMP_NUM_THREADS or all cores)", 0, cli::kThreadsMax);
   flags.add("device", "cpu", "cpu | cuda | cuda:N (CUDA builds: batches are moved to the GPU, checkpoints to the host)");
   flags.add_int("log-every", 10, "steps between metric lines", 1, kIntMax);
@@ -59,6 +59,17 @@ cli::Flags declare_flags() {
   flags.add_real("bucket-mb", 4, "gradient all-reduce bucket size in MB", 0, 1 << 16, /*min_exclusive=*/true);
   flags.add_int("test-die-at-step", 0, "the last of several ranks kills itself at this step (for tests)", 0, kIntMax);
   return flags;
+}
+
+// --device: a bad name or a device this machine lacks is a usage error.
+Device device_flag(const std::string& name) {
+  try {
+    const Device device = dispatch::parse_device(name);
+    dispatch::require_device(device);
+    return device;
+  } catch (const hkt::Error& error) {
+    throw cli::UsageError(error.what());
+  }
 }
 
 // The data-parallel flags, which may also be given with --resume.
@@ -83,7 +94,7 @@ models::TrainOptions resumed_options(const cli::Flags& flags) {
   o.out = folder;
   o.resume = true;
   if (flags.was_given("threads")) o.threads = static_cast<int>(flags.get_int("threads"));
-  if (flags.was_given("device")) o.device = dispatch::parse_device(flags.get("device"));
+  if (flags.was_given("device")) o.device = device_flag(flags.get("device"));
   o.stop_at = flags.get_int("stop-at");
   o.detect_anomaly = flags.get_bool("detect-anomaly");
   read_parallel_flags(flags, o);
@@ -124,7 +135,7 @@ models::TrainOptions to_options(const cli::Flags& flags) {
   o.eval_batches = flags.get_int("eval-batches");
   o.checkpoint_every = flags.get_int("checkpoint-every");
   o.stop_at = flags.get_int("stop-at");
-  o.device = dispatch::parse_device(flags.get("device"));
+  o.device = device_flag(flags.get("device"));
   o.detect_anomaly = flags.get_bool("detect-anomaly");
   read_parallel_flags(flags, o);
   return o;
@@ -143,12 +154,6 @@ int main(int argc, char** argv) {
   const int code = cli::run_guarded(program, [&] {
     if (!flags.parse(argc, argv)) return 0;
     const models::TrainOptions options = to_options(flags);
-    // A missing GPU is a usage error, before any output.
-    try {
-      dispatch::require_device(options.device);
-    } catch (const hkt::Error& error) {
-      throw cli::UsageError(error.what());
-    }
     const models::Evaluation final_eval = models::train(options);
     std::printf("final: val_accuracy %.4f val_loss %.4f\n", final_eval.accuracy, final_eval.loss);
     return 0;
