@@ -13,6 +13,7 @@
 #include "tests/gradcheck.h"
 #include "tests/run_test_util.h"
 #include "train/checkpoint.h"
+#include "train/progress.h"
 #include "train/training.h"
 
 using namespace hkt;
@@ -169,4 +170,20 @@ TEST_CASE("hkt-train --resume DIR continues with the run's saved options and mat
   const std::string missing = read_text(log);
   CHECK(missing.find("hkt-train: " + (dir.path() / "absent" / "config.json").string() + ": no such file") == 0);
   CHECK(missing.find("hkt-train", 1) == std::string::npos);
+}
+
+TEST_CASE("the progress bar fits the terminal's width, leaving the last column free") {
+  for (int columns : {10, 40, 60, 79, 80, 120, 300}) {
+    for (int64_t step : {int64_t{0}, int64_t{75}, int64_t{150}}) {
+      const std::string line = hkt::models::fit_bar_line(12, step, 150, 139.87, 2.2899, 1e-3, "01:02", columns);
+      INFO(columns << " columns: '" << line << "'");
+      CHECK(static_cast<int>(line.size()) <= columns - 1);
+      CHECK(line.rfind("epoch 12", 0) == 0);
+      if (columns >= 80) CHECK(line.find(std::to_string(step) + "/150") != std::string::npos);
+      if (columns >= 80) CHECK(line.find("ETA 01:02") != std::string::npos);
+    }
+  }
+  // Wide terminals get the full 30-character bar, half filled at half way.
+  const std::string wide = hkt::models::fit_bar_line(1, 75, 150, 1, 1, 1, "00:01", 200);
+  CHECK(wide.find("[" + std::string(15, '#') + std::string(15, '.') + "]") != std::string::npos);
 }

@@ -57,6 +57,7 @@ std::vector<Prediction> predict(const models::Classifier& model, const data::Dat
       const double* x = values.data() + row * static_cast<size_t>(classes);
       const double top = *std::max_element(x, x + classes);
       Prediction p;
+      p.logits.assign(x, x + classes);
       double total = 0;
       for (int64_t c = 0; c < classes; ++c) total += std::exp(x[c] - top);
       for (int64_t c = 0; c < classes; ++c) p.probabilities.push_back(std::exp(x[c] - top) / total);
@@ -102,9 +103,10 @@ std::string prediction_table(const std::vector<Prediction>& predictions) {
 Json prediction_json(const std::vector<Prediction>& predictions) {
   Json rows = Json::array();
   for (const Prediction& p : predictions) {
-    Json probabilities = Json::array();
+    Json probabilities = Json::array(), logits = Json::array();
     for (double probability : p.probabilities) probabilities.push_back(probability);
-    Json row = Json::object({{"predicted", p.predicted}, {"probabilities", probabilities}});
+    for (double logit : p.logits) logits.push_back(logit);
+    Json row = Json::object({{"predicted", p.predicted}, {"probabilities", probabilities}, {"logits", logits}});
     if (p.label >= 0) row.set("label", p.label);
     rows.push_back(row);
   }

@@ -13,7 +13,8 @@ namespace hkt::inspect {
 
 struct Prediction {
   int64_t predicted = 0;               // the most probable class
-  std::vector<double> probabilities;   // softmax of the logits, one per class
+  std::vector<double> logits;          // the model's output, one per class
+  std::vector<double> probabilities;   // their softmax
   int64_t label = -1;                  // the example's label when known, else -1
 };
 
