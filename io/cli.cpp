@@ -209,7 +209,10 @@ int run_guarded(const std::string& program, const std::function<int()>& body) {
     return body();
   } catch (const UsageError& error) {
     std::fflush(stdout);
-    std::fprintf(stderr, "%s: %s (see %s --help)\n", program.c_str(), error.what(), program.c_str());
+    if (error.point_to_help)
+      std::fprintf(stderr, "%s: %s (see %s --help)\n", program.c_str(), error.what(), program.c_str());
+    else
+      std::fprintf(stderr, "%s: %s\n", program.c_str(), error.what());
     return 2;
   } catch (const std::exception& error) {
     std::fflush(stdout);

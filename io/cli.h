@@ -21,9 +21,12 @@
 
 namespace hkt::cli {
 
-// The command line is wrong: exit code 2, with a pointer to --help.
+// The command line is wrong: exit code 2, with a pointer to --help unless
+// the flag was fine but the machine lacks what it names (--device cuda).
 struct UsageError : Error {
-  using Error::Error;
+  explicit UsageError(const std::string& message, bool point_to_help = true)
+      : Error(message), point_to_help(point_to_help) {}
+  bool point_to_help;
 };
 
 template <class... Args>

@@ -63,13 +63,18 @@ cli::Flags declare_flags() {
 
 // --device: a bad name or a device this machine lacks is a usage error.
 Device device_flag(const std::string& name) {
+  Device device;
   try {
-    const Device device = dispatch::parse_device(name);
-    dispatch::require_device(device);
-    return device;
+    device = dispatch::parse_device(name);
   } catch (const hkt::Error& error) {
     throw cli::UsageError(error.what());
   }
+  try {
+    dispatch::require_device(device);
+  } catch (const hkt::Error& error) {
+    throw cli::UsageError("--device " + name + ": " + error.what(), /*point_to_help=*/false);
+  }
+  return device;
 }
 
 // The data-parallel flags, which may also be given with --resume.

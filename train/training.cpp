@@ -108,7 +108,7 @@ TrainOptions options_from_json(const Json& json) {
 
 TrainOptions read_run_options(const std::string& folder) {
   const std::string path = in_folder(folder, "config.json");
-  check(fs::exists(path), path, ": no such file (--resume needs a run folder)");
+  check(fs::exists(path), path, ": no such file (not a run folder?)");
   try {
     return options_from_json(parse_json(io::read_file_bytes(path, "")));
   } catch (const Error& error) {
