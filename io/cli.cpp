@@ -131,7 +131,7 @@ bool Flags::parse(int argc, const char* const* argv) {
       return false;
     }
     usage_check(arg.size() > 2 && arg.compare(0, 2, "--") == 0, "unexpected argument '", arg,
-                "' (flags look like --name value)");
+                "': flags look like --name value");
     std::string name = arg.substr(2), value;
     bool inline_value = false;
     if (auto equals = name.find('='); equals != std::string::npos) {
