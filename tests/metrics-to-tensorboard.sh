@@ -6,17 +6,10 @@
 set -euo pipefail
 build="$1"
 source_dir="$(cd "$(dirname "$0")/.." && pwd)"
-python="${PYTHON:-python3}"
-if ! "$python" -c "import tensorboardX" 2>/dev/null; then
-  echo "skipped: tensorboardX is not installed (scripts/install-deps.sh test installs it)"
-  exit 77
-fi
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-export OMP_WAIT_POLICY=passive
-for split in train val test; do
-  "$build/listops-gen" --seed "${#split}" --count 32 --min-len 5 --max-len 24 --max-depth 3 --out "$work/data/$split.tsv" >/dev/null
-done
+source "$source_dir/tests/python_test_util.sh"
+require_python tensorboardX
+make_work
+tiny_listops "$build/listops-gen" "$work/data" 32 train val test
 "$build/hkt-train" --data "$work/data" --seq-len 24 --d-model 16 --layers 1 --heads 2 --d-ff 16 --batch 8 \
   --steps 6 --log-every 2 --eval-every 3 --threads 1 --out "$work/run" >/dev/null
 "$python" "$source_dir/tools/metrics_to_tensorboard.py" "$work/run" --logdir "$work/tb"

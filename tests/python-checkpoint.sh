@@ -7,18 +7,10 @@
 set -euo pipefail
 build="$1"
 source_dir="$(cd "$(dirname "$0")/.." && pwd)"
-python="${PYTHON:-python3}"
-if ! "$python" -c "import safetensors, numpy" 2>/dev/null; then
-  echo "skipped: Python's safetensors and numpy are not installed (scripts/install-deps.sh test installs them)"
-  exit 77
-fi
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-export OMP_WAIT_POLICY=passive
-
-for split in train val; do
-  "$build/listops-gen" --seed "${#split}" --count 48 --min-len 5 --max-len 24 --max-depth 3 --out "$work/data/$split.tsv" >/dev/null
-done
+source "$source_dir/tests/python_test_util.sh"
+require_python safetensors numpy
+make_work
+tiny_listops "$build/listops-gen" "$work/data" 48 train val
 "$build/hkt-train" --data "$work/data" --seq-len 24 --d-model 16 --layers 1 --heads 2 --d-ff 16 --batch 8 \
   --steps 4 --threads 1 --out "$work/run" >/dev/null
 
