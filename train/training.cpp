@@ -178,7 +178,7 @@ Evaluation evaluate(const Classifier& model, const data::Dataset& data, int64_t 
     }
     result.examples += static_cast<int64_t>(indices.size());
   }
-  check(result.examples > 0, "evaluate: no examples");
+  check(result.examples > 0, "no examples to evaluate");
   result.loss = loss_sum / static_cast<double>(result.examples);
   result.accuracy = static_cast<double>(correct) / static_cast<double>(result.examples);
   return result;
