@@ -4,11 +4,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
 #include "data/listops.h"
 #include "engine/dispatch.h"
+#include "io/safetensors.h"
 #include "tests/data_test_util.h"
 #include "tests/gradcheck.h"
 #include "tests/run_test_util.h"
@@ -186,4 +188,43 @@ TEST_CASE("the progress bar fits the terminal's width, leaving the last column f
   // Wide terminals get the full 30-character bar, half filled at half way.
   const std::string wide = hkt::models::fit_bar_line(1, 75, 150, 1, 1, 1, "00:01", 200);
   CHECK(wide.find("[" + std::string(15, '#') + std::string(15, '.') + "]") != std::string::npos);
+}
+
+TEST_CASE("a checkpoint of parameters and config alone: step from optim.step or 0, a fresh optimizer, the same weights") {
+  hkt::testing::TempDir dir;
+  write_listops(dir.path());
+  TrainOptions first = tiny_run(dir.path(), dir.path() / "run");
+  first.steps = 3;
+  train(first);
+  const std::string ours = (dir.path() / "run" / "checkpoint.safetensors").string();
+  const SafetensorsFile file = load_safetensors(ours);
+  NamedTensors parameters, with_step;
+  for (const auto& [name, value] : file.tensors) {
+    if (name.rfind("optim.", 0) != 0) parameters.emplace_back(name, value);
+    if (name.rfind("optim.", 0) != 0 || name == "optim.step") with_step.emplace_back(name, value);
+  }
+  const std::map<std::string, std::string> config_only{{"config", file.metadata.at("config")}};
+  const std::string bare = (dir.path() / "bare.safetensors").string(), stepped = (dir.path() / "stepped.safetensors").string();
+  save_safetensors(bare, parameters, config_only);
+  save_safetensors(stepped, with_step, config_only);
+
+  const ModelConfig config = read_checkpoint_config(ours);
+  Classifier reference(config, 0), from_bare(config, 1);
+  AdamW reference_optimizer(reference.named_parameters(), {}), fresh(from_bare.named_parameters(), {});
+  const LoadedCheckpoint full = load_checkpoint(ours, reference, reference_optimizer);
+  CHECK(full.step == 3);
+  CHECK(full.optimizer_state);
+  CHECK(full.checksum);
+  const LoadedCheckpoint loaded = load_checkpoint(bare, from_bare, fresh);
+  CHECK(loaded.step == 0);
+  CHECK_FALSE(loaded.optimizer_state);
+  CHECK_FALSE(loaded.checksum);
+  for (const auto& [name, value] : fresh.state())  // untouched: zeros and step 0
+    CHECK(hkt::testing::max_abs_diff(value, Tensor::zeros(value.shape(), value.dtype())) == 0);
+  const auto a = reference.named_parameters(), b = from_bare.named_parameters();
+  for (size_t i = 0; i < a.size(); ++i) CHECK(hkt::testing::max_abs_diff(a[i].second, b[i].second) == 0);
+
+  Classifier weights_only(config, 2);
+  CHECK(load_weights(stepped, weights_only).step == 3);  // optim.step, the optimizer's own count
+  CHECK(load_weights(ours, weights_only).step == 3);
 }
