@@ -9,6 +9,7 @@
 #include "engine/random.h"
 #include "engine/tensor.h"
 #include "engine/threads.h"
+#include "engine/version.h"
 #include "nn/layers.h"
 #include "nn/module.h"
 #include "nn/optim.h"

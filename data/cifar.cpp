@@ -9,8 +9,8 @@ namespace {
 
 // Appends the records of one file to `data` (whose seq_len says grey or colour).
 void append_records(Dataset& data, const std::string& path, CifarPixels pixels) {
-  const std::string who = "read_cifar10_file: " + path;
-  const std::string bytes = io::read_file_bytes(path, "read_cifar10_file");
+  const std::string who = path;
+  const std::string bytes = io::read_file_bytes(path, "");
   const uint64_t size = bytes.size();
   check(size > 0, who, ": empty file");
   check(size % kCifarRecordBytes == 0, who, ": size ", size, " is not a multiple of the record size ",
@@ -72,7 +72,7 @@ Dataset load_cifar10(const std::string& directory, bool train, CifarPixels pixel
   Dataset data = empty_cifar(pixels);
   for (const std::string& name : names) {
     const auto path = folder / name;
-    check(std::filesystem::is_regular_file(path), "load_cifar10: ", path.string(), ": no such file");
+    check(std::filesystem::is_regular_file(path), path.string(), ": no such file");
     append_records(data, path.string(), pixels);
   }
   return data;

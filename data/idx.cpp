@@ -111,7 +111,7 @@ std::string find_file(const std::string& directory, const std::string& name) {
   if (std::filesystem::exists(plain)) return plain.string();
   const auto gzipped = std::filesystem::path(directory) / (name + ".gz");
   if (std::filesystem::exists(gzipped)) return gzipped.string();
-  fail("load_fashion_mnist: neither ", plain.string(), " nor ", gzipped.string(), " exists");
+  fail("neither ", plain.string(), " nor ", gzipped.string(), " exists");
 }
 
 std::string shape_of(const std::vector<int64_t>& dims) { return shape_str(Shape(dims.begin(), dims.end())); }
@@ -125,13 +125,13 @@ std::string read_maybe_gzipped(const std::string& path, const std::string& who, 
 }
 
 IdxArray read_idx(const std::string& path, uint64_t max_values) {
-  std::string raw = io::read_file_bytes(path, "read_idx");
+  std::string raw = io::read_file_bytes(path, "");
   const bool compressed = has_gzip_magic(raw);
-  const std::string who = "read_idx: " + path + (compressed ? " (decompressed)" : "");
+  const std::string who = path + (compressed ? " (decompressed)" : "");
   // The header alone says how much data is coming: checked before inflating
   // (a small gzip file's header could promise a gigabyte the caller cannot use).
   const std::vector<int64_t> dims =
-      promised_dims(compressed ? gunzip(raw, "read_idx: " + path, 20, /*prefix_only=*/true) : raw.substr(0, 20));
+      promised_dims(compressed ? gunzip(raw, path, 20, /*prefix_only=*/true) : raw.substr(0, 20));
   const uint64_t promised = promised_idx_size(dims);
   if (compressed && promised != kLargest) {  // a plain file is already read, its size bounds it
     const uint64_t values = promised - 4 - 4 * dims.size();
@@ -143,7 +143,7 @@ IdxArray read_idx(const std::string& path, uint64_t max_values) {
           "-byte gzip file can hold (deflate packs 1032:1 at most)");
   }
   // One byte past the promised size lets the trailing-bytes check below name the excess.
-  const std::string bytes = compressed ? gunzip(raw, "read_idx: " + path, promised + 1) : std::move(raw);
+  const std::string bytes = compressed ? gunzip(raw, path, promised + 1) : std::move(raw);
   const uint64_t size = bytes.size();
   check(size >= 4, who, ": ", size, " bytes, too short for the 4-byte magic");
   const uint32_t magic = big_endian_u32(bytes, 0);
@@ -176,10 +176,10 @@ Dataset load_fashion_mnist(const std::string& directory, bool train) {
   const IdxArray labels = read_idx(labels_path, static_cast<uint64_t>(kMaxDatasetTokens) / (28 * 28));
   const IdxArray images = read_idx(images_path, labels.values.size() * 28 * 28);
   check(images.dims.size() == 3 && images.dims[1] == 28 && images.dims[2] == 28 && images.dims[0] >= 1,
-        "load_fashion_mnist: ", images_path, ": dims ", shape_of(images.dims), ", expected [n, 28, 28] with n >= 1");
-  check(labels.dims.size() == 1 && labels.dims[0] == images.dims[0], "load_fashion_mnist: ", labels_path, ": dims ",
+        images_path, ": dims ", shape_of(images.dims), ", expected [n, 28, 28] with n >= 1");
+  check(labels.dims.size() == 1 && labels.dims[0] == images.dims[0], labels_path, ": dims ",
         shape_of(labels.dims), " but the images are ", shape_of(images.dims));
-  check(static_cast<int64_t>(images.values.size()) <= kMaxDatasetTokens, "load_fashion_mnist: ", images_path,
+  check(static_cast<int64_t>(images.values.size()) <= kMaxDatasetTokens, images_path,
         ": ", images.values.size(), " pixels, more than the limit of ", kMaxDatasetTokens, " tokens");
   Dataset data;
   data.count = images.dims[0];
@@ -191,7 +191,7 @@ Dataset load_fashion_mnist(const std::string& directory, bool train) {
   data.lengths.assign(static_cast<size_t>(data.count), static_cast<int32_t>(data.seq_len));
   data.labels.resize(static_cast<size_t>(data.count));
   for (size_t i = 0; i < labels.values.size(); ++i) {
-    check(labels.values[i] < 10, "load_fashion_mnist: ", labels_path, ": label ", int{labels.values[i]},
+    check(labels.values[i] < 10, labels_path, ": label ", int{labels.values[i]},
           " at byte offset ", 8 + i, " (example ", i, ") outside 0-9");
     data.labels[i] = labels.values[i];
   }

@@ -157,9 +157,9 @@ int evaluate_tokens(const std::vector<std::string_view>& tokens) {
 int evaluate_listops(const std::string& expression) { return evaluate_tokens(split_tokens(expression)); }
 
 Dataset load_listops(const std::string& path, int64_t seq_len) {
-  const std::string who = "load_listops: " + path;
+  const std::string who = path;
   check(seq_len >= 1 && seq_len <= (int64_t{1} << 24), who, ": seq_len ", seq_len, " outside [1, 2^24]");
-  const std::string text = io::read_file_bytes(path, "load_listops");
+  const std::string text = io::read_file_bytes(path, "");
   check(!text.empty(), who, ": empty file (expected the header line 'Source\\tTarget')");
 
   // Each example needs a line, so the line count bounds the allocation.
@@ -255,7 +255,7 @@ std::string listops_tsv(const std::vector<ListOpsExample>& examples) {
   std::string text(kHeader);
   text += '\n';
   for (const ListOpsExample& example : examples) {
-    check(example.label >= 0 && example.label <= 9, "listops_tsv: label ", example.label, " outside 0-9");
+    check(example.label >= 0 && example.label <= 9, "label ", example.label, " outside 0-9");
     text += example.expression;
     text += '\t';
     text += static_cast<char>('0' + example.label);
@@ -265,7 +265,7 @@ std::string listops_tsv(const std::vector<ListOpsExample>& examples) {
 }
 
 void write_listops_tsv(const std::string& path, const std::vector<ListOpsExample>& examples) {
-  io::write_file_atomic(path, listops_tsv(examples), "write_listops_tsv");
+  io::write_file_atomic(path, listops_tsv(examples), "");
 }
 
 ListOpsSummary summarize_listops(const std::vector<ListOpsExample>& examples) {

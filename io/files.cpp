@@ -57,6 +57,10 @@ void sync_folder_of(const std::string& path) {
   }
 }
 
+// "<who>: <path>" or, without a who, the path alone: messages start with the
+// user's path, not with the name of a function.
+std::string about(const std::string& who, const std::string& path) { return who.empty() ? path : who + ": " + path; }
+
 }  // namespace
 
 void set_write_fault(WriteFault fault) { write_fault() = std::move(fault); }
@@ -66,30 +70,31 @@ int open_regular_file(const std::string& path, const std::string& who) {
   // regular file it changes nothing.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ENOENT) fail(who, ": ", path, ": no such file");
-    fail(who, ": ", path, ": cannot open: ", errno_text());
+    if (errno == ENOENT) fail(about(who, path), ": no such file");
+    fail(about(who, path), ": cannot open: ", errno_text());
   }
   struct stat status {};
   if (::fstat(fd, &status) != 0) {
     const int error = errno;
     ::close(fd);
-    fail(who, ": ", path, ": cannot stat: ", errno_text(error));
+    fail(about(who, path), ": cannot stat: ", errno_text(error));
   }
   if (!S_ISREG(status.st_mode)) {
     ::close(fd);
-    fail(who, ": ", path, ": ", kind_of(status.st_mode), ", not a regular file");
+    fail(about(who, path), ": ", kind_of(status.st_mode), ", not a regular file");
   }
   return fd;
 }
 
 std::string read_file_bytes(const std::string& path, const std::string& who, uint64_t max_bytes) {
+  const std::string where = about(who, path);
   const int fd = open_regular_file(path, who);
   struct stat status {};
   ::fstat(fd, &status);
   const uint64_t size = static_cast<uint64_t>(status.st_size);
   if (size > max_bytes) {
     ::close(fd);
-    fail(who, ": ", path, ": ", size, " bytes, more than the limit of ", max_bytes);
+    fail(where, ": ", size, " bytes, more than the limit of ", max_bytes);
   }
   std::string bytes(static_cast<size_t>(size), '\0');
   size_t done = 0;
@@ -99,7 +104,7 @@ std::string read_file_bytes(const std::string& path, const std::string& who, uin
     if (got <= 0) {
       const int error = got < 0 ? errno : 0;
       ::close(fd);
-      fail(who, ": ", path, ": read ", done, " of ", size, " bytes", error ? ": " + errno_text(error) : "");
+      fail(where, ": read ", done, " of ", size, " bytes", error ? ": " + errno_text(error) : "");
     }
     done += static_cast<size_t>(got);
   }
@@ -114,10 +119,10 @@ AtomicFile::AtomicFile(std::string path, std::string who, std::string temporary)
     if (S_ISCHR(status.st_mode)) {  // /dev/null, /dev/full: written in place
       in_place_ = true;
       fd_ = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
-      if (fd_ < 0) fail(who_, ": ", path_, ": cannot open for writing: ", errno_text());
+      if (fd_ < 0) fail(about(who_, path_), ": cannot open for writing: ", errno_text());
       return;
     }
-    check(S_ISREG(status.st_mode), who_, ": ", path_, ": ", kind_of(status.st_mode),
+    check(S_ISREG(status.st_mode), about(who_, path_), ": ", kind_of(status.st_mode),
           ", not a regular file; refusing to replace it");
     struct stat link {};
     if (::lstat(path_.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {  // replace the target, keep the link
@@ -127,8 +132,13 @@ AtomicFile::AtomicFile(std::string path, std::string who, std::string temporary)
     }
   }
   if (temporary_.empty()) temporary_ = path_ + ".tmp." + std::to_string(::getpid());
+  // Every --out of every tool creates its missing parent folders, as hkt-train's always did.
+  const std::filesystem::path folder = std::filesystem::path(path_).parent_path();
+  std::error_code error;
+  if (!folder.empty()) std::filesystem::create_directories(folder, error);
+  if (error) fail(about(who_, path_), ": cannot create the folder ", folder.string(), " (", error.message(), ")");
   fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail(who_, ": ", temporary_, ": cannot open for writing: ", errno_text());
+  if (fd_ < 0) fail(about(who_, path_), ": cannot open for writing (", errno_text(), ")");
 }
 
 AtomicFile::~AtomicFile() {
@@ -137,23 +147,22 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::write(const void* data, size_t size) {
-  const std::string& file = in_place_ ? path_ : temporary_;
-  check(fd_ >= 0 && !committed_, who_, ": ", file, ": write after commit");
-  if (const int error = write_fully(fd_, data, size, path_)) fail(who_, ": ", file, ": write failed: ", errno_text(error));
+  check(fd_ >= 0 && !committed_, about(who_, path_), ": write after commit");
+  if (const int error = write_fully(fd_, data, size, path_))
+    fail(about(who_, path_), ": write failed: ", errno_text(error));
 }
 
 void AtomicFile::commit() {
-  const std::string& file = in_place_ ? path_ : temporary_;
-  check(fd_ >= 0 && !committed_, who_, ": ", file, ": committed twice");
-  if (!in_place_ && ::fsync(fd_) != 0) fail(who_, ": ", file, ": fsync failed: ", errno_text());
+  check(fd_ >= 0 && !committed_, about(who_, path_), ": committed twice");
+  if (!in_place_ && ::fsync(fd_) != 0) fail(about(who_, path_), ": fsync failed: ", errno_text());
   const int fd = std::exchange(fd_, -1);
-  if (::close(fd) != 0) fail(who_, ": ", file, ": close failed: ", errno_text());
+  if (::close(fd) != 0) fail(about(who_, path_), ": close failed: ", errno_text());
   if (in_place_) {
     committed_ = true;
     return;
   }
   if (::rename(temporary_.c_str(), path_.c_str()) != 0)
-    fail(who_, ": cannot rename ", temporary_, " to ", path_, ": ", errno_text());
+    fail(about(who_, path_), ": cannot rename the temporary file ", temporary_, " over it (", errno_text(), ")");
   committed_ = true;
   sync_folder_of(path_);
 }
@@ -168,12 +177,12 @@ AppendFile::AppendFile(std::string path, std::string who, bool truncate)
     : path_(std::move(path)), who_(std::move(who)) {
   struct stat status {};
   if (::stat(path_.c_str(), &status) == 0) {
-    check(S_ISREG(status.st_mode) || S_ISCHR(status.st_mode), who_, ": ", path_, ": ", kind_of(status.st_mode),
+    check(S_ISREG(status.st_mode) || S_ISCHR(status.st_mode), about(who_, path_), ": ", kind_of(status.st_mode),
           ", not a regular file");
     regular_ = S_ISREG(status.st_mode);
   }
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | (truncate && regular_ ? O_TRUNC : 0), 0644);
-  if (fd_ < 0) fail(who_, ": ", path_, ": cannot open for writing: ", errno_text());
+  if (fd_ < 0) fail(about(who_, path_), ": cannot open for writing: ", errno_text());
 }
 
 AppendFile::~AppendFile() {
@@ -182,11 +191,11 @@ AppendFile::~AppendFile() {
 
 void AppendFile::append(std::string_view bytes) {
   if (const int error = write_fully(fd_, bytes.data(), bytes.size(), path_))
-    fail(who_, ": ", path_, ": write failed: ", errno_text(error));
+    fail(about(who_, path_), ": write failed: ", errno_text(error));
 }
 
 void AppendFile::sync() {
-  if (regular_ && ::fsync(fd_) != 0) fail(who_, ": ", path_, ": fsync failed: ", errno_text());
+  if (regular_ && ::fsync(fd_) != 0) fail(about(who_, path_), ": fsync failed: ", errno_text());
 }
 
 }  // namespace hkt::io

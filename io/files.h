@@ -12,9 +12,9 @@
 namespace hkt::io {
 
 // A whole file, at most max_bytes (checked against its size before
-// allocating); `who` starts the messages. Only regular files are read: a
-// FIFO, a device or a folder is refused without opening it for long (a FIFO
-// would block until a writer came).
+// allocating). Messages start with the path, after `who` when not empty.
+// Only regular files are read: a FIFO, a device or a folder is refused
+// without opening it for long (a FIFO would block until a writer came).
 std::string read_file_bytes(const std::string& path, const std::string& who, uint64_t max_bytes = uint64_t{1} << 32);
 
 // Opens `path` for reading, refusing anything but a regular file (see
@@ -30,8 +30,9 @@ int open_regular_file(const std::string& path, const std::string& who);
 // Only a regular file (or a new name) is replaced so: a character device
 // such as /dev/null is written in place (renaming over it would replace the
 // device with a file), a symbolic link's target is replaced (not the link),
-// and anything else (a FIFO, a socket, a folder) is refused.
-// Errors are hkt::Error starting with `who` and naming the file.
+// and anything else (a FIFO, a socket, a folder) is refused. Missing parent
+// folders are created. Errors are hkt::Error naming the file (after `who`
+// when not empty).
 class AtomicFile {
  public:
   // `temporary`: the temporary file's name; "" means path + ".tmp.<pid>".

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string_view>
@@ -44,6 +45,21 @@ bool parse_dtype_code(const std::string& code, DType& dtype) {
 
 std::string errno_text() { return std::strerror(errno); }
 
+// The 16-bit floats PyTorch users save in; loaded as float32.
+enum class HalfFormat { None, F16, BF16 };
+
+float bf16_to_float(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
+
+// IEEE binary16: 1 sign, 5 exponent (bias 15), 10 mantissa bits; exact in float32.
+float f16_to_float(uint16_t bits) {
+  const uint32_t sign = static_cast<uint32_t>(bits & 0x8000) << 16, exponent = (bits >> 10) & 0x1f,
+                 mantissa = bits & 0x3ff;
+  if (exponent == 0x1f) return std::bit_cast<float>(sign | 0x7f800000u | (mantissa << 13));  // inf, NaN
+  if (exponent != 0) return std::bit_cast<float>(sign | ((exponent + 112) << 23) | (mantissa << 13));
+  const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);  // zero or subnormal
+  return sign ? -magnitude : magnitude;
+}
+
 // A file descriptor closed on scope exit.
 struct FileDescriptor {
   int fd = -1;
@@ -60,8 +76,8 @@ void read_all_at(int fd, void* data, size_t size, uint64_t offset, const std::st
   while (size > 0) {
     ssize_t got = ::pread(fd, bytes, size, static_cast<off_t>(offset));
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) fail("load_safetensors: ", path, ": read failed at byte ", offset, ": ", errno_text());
-    if (got == 0) fail("load_safetensors: ", path, ": file ended at byte ", offset, " while reading");
+    if (got < 0) fail(path, ": read failed at byte ", offset, ": ", errno_text());
+    if (got == 0) fail(path, ": file ended at byte ", offset, " while reading");
     bytes += got;
     offset += static_cast<uint64_t>(got);
     size -= static_cast<size_t>(got);
@@ -131,16 +147,16 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata_in, bool checksum) {
   std::map<std::string, std::string> metadata = metadata_in;
   if (checksum) {
-    check(metadata.count(kSafetensorsChecksumKey) == 0, "save_safetensors: ", path, ": metadata key \"",
+    check(metadata.count(kSafetensorsChecksumKey) == 0, path, ": metadata key \"",
           kSafetensorsChecksumKey, "\" is reserved for the checksum");
     metadata[kSafetensorsChecksumKey] = "crc32:" + std::string(kChecksumDigits, '0');
   }
   std::set<std::string> names;
   std::vector<Tensor> host;
   for (const auto& [name, tensor] : tensors) {
-    check(name != "__metadata__", "save_safetensors: ", path, ": \"__metadata__\" is reserved, not a tensor name");
-    check(names.insert(name).second, "save_safetensors: ", path, ": duplicate tensor name \"", name, "\"");
-    check(tensor.defined(), "save_safetensors: ", path, ": tensor \"", name, "\" is undefined");
+    check(name != "__metadata__", path, ": \"__metadata__\" is reserved, not a tensor name");
+    check(names.insert(name).second, path, ": duplicate tensor name \"", name, "\"");
+    check(tensor.defined(), path, ": tensor \"", name, "\" is undefined");
     host.push_back(tensor.detach().to(Device::cpu()));
   }
   std::string header = build_header(tensors, host, metadata);
@@ -149,7 +165,7 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
   if (checksum) fill_checksum(header, length_bytes, host);
 
   // A fixed temporary name: a stale one from a crashed save is overwritten.
-  io::AtomicFile file(path, "save_safetensors", path + ".tmp");
+  io::AtomicFile file(path, "", path + ".tmp");
   file.write(length_bytes, sizeof length_bytes);
   file.write(header);
   for (const Tensor& tensor : host)
@@ -161,7 +177,8 @@ namespace {
 
 struct TensorEntry {
   std::string name;
-  DType dtype = DType::Float32;
+  DType dtype = DType::Float32;  // in memory; F16 and BF16 (`half`) become Float32
+  HalfFormat half = HalfFormat::None;
   Shape shape;
   uint64_t begin = 0, end = 0;
 };
@@ -174,7 +191,11 @@ TensorEntry parse_entry(const std::string& name, const Json& info, uint64_t data
   for (const char* key : {"dtype", "shape", "data_offsets"}) check(info.contains(key), "missing \"", key, "\"");
 
   const std::string& code = info.at("dtype").as_string();
-  check(parse_dtype_code(code, entry.dtype), "unsupported dtype \"", code, "\" (expected F32, F64, I32 or I64)");
+  if (code == "F16" || code == "BF16") entry.half = code == "F16" ? HalfFormat::F16 : HalfFormat::BF16;
+  else
+    check(parse_dtype_code(code, entry.dtype), "unsupported dtype \"", code,
+          "\" (expected F32, F64, F16, BF16, I32 or I64)");
+  const int64_t element_bytes = entry.half != HalfFormat::None ? 2 : static_cast<int64_t>(dtype_size(entry.dtype));
 
   int64_t elements = 1;
   for (const Json& extent : info.at("shape").as_array()) {
@@ -185,7 +206,7 @@ TensorEntry parse_entry(const std::string& name, const Json& info, uint64_t data
           "... has more elements than fit in 64 bits");
   }
   int64_t bytes = 0;
-  check(!__builtin_mul_overflow(elements, static_cast<int64_t>(dtype_size(entry.dtype)), &bytes), "shape ",
+  check(!__builtin_mul_overflow(elements, element_bytes, &bytes), "shape ",
         shape_str(entry.shape), " of ", code, " has more bytes than fit in 64 bits");
 
   const Json::Array& offsets = info.at("data_offsets").as_array();
@@ -204,9 +225,9 @@ TensorEntry parse_entry(const std::string& name, const Json& info, uint64_t data
 
 void parse_metadata(const std::string& path, const Json& value, std::map<std::string, std::string>& metadata) {
   if (value.is_null()) return;  // the reference reads a null __metadata__ as none
-  check(value.is_object(), "load_safetensors: ", path, ": __metadata__ is ", value.type_name(), ", expected an object");
+  check(value.is_object(), path, ": __metadata__ is ", value.type_name(), ", expected an object");
   for (const auto& [key, item] : value.as_object()) {
-    check(item.is_string(), "load_safetensors: ", path, ": __metadata__ value of \"", key, "\" is ", item.type_name(),
+    check(item.is_string(), path, ": __metadata__ value of \"", key, "\" is ", item.type_name(),
           ", expected a string");
     metadata[key] = item.as_string();
   }
@@ -258,21 +279,21 @@ ChecksumStatus verify_safetensors_checksum(const std::string& path, const std::s
 
 SafetensorsFile load_safetensors(const std::string& path) {
   FileDescriptor file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // a FIFO: refused below, not waited on
-  if (file.fd < 0) fail("load_safetensors: ", path, ": cannot open: ", errno_text());
+  if (file.fd < 0) fail(path, ": cannot open: ", errno_text());
   struct stat status {};
-  if (::fstat(file.fd, &status) != 0) fail("load_safetensors: ", path, ": cannot stat: ", errno_text());
-  check(S_ISREG(status.st_mode), "load_safetensors: ", path, ": not a regular file");
+  if (::fstat(file.fd, &status) != 0) fail(path, ": cannot stat: ", errno_text());
+  check(S_ISREG(status.st_mode), path, ": not a regular file");
   const uint64_t file_size = static_cast<uint64_t>(status.st_size);
 
-  check(file_size >= 8, "load_safetensors: ", path, ": file is ", file_size,
+  check(file_size >= 8, path, ": file is ", file_size,
         " bytes, shorter than the 8-byte header length");
   unsigned char length_bytes[8];
   read_all_at(file.fd, length_bytes, 8, 0, path);
   uint64_t header_length = 0;
   for (int i = 7; i >= 0; --i) header_length = (header_length << 8) | length_bytes[i];
-  check(header_length <= kSafetensorsMaxHeader, "load_safetensors: ", path, ": header length ", header_length,
+  check(header_length <= kSafetensorsMaxHeader, path, ": header length ", header_length,
         " at byte 0 is larger than the limit of ", kSafetensorsMaxHeader, " bytes");
-  check(header_length <= file_size - 8, "load_safetensors: ", path, ": header length ", header_length,
+  check(header_length <= file_size - 8, path, ": header length ", header_length,
         " at byte 0 runs past the end of the file (", file_size, " bytes)");
 
   std::string header_text(header_length, '\0');
@@ -281,9 +302,9 @@ SafetensorsFile load_safetensors(const std::string& path) {
   try {
     header = parse_json(header_text);
   } catch (const JsonParseError& error) {
-    fail("load_safetensors: ", path, ": header is not valid JSON at byte ", 8 + error.offset, ": ", error.reason);
+    fail(path, ": header is not valid JSON at byte ", 8 + error.offset, ": ", error.reason);
   }
-  check(header.is_object(), "load_safetensors: ", path, ": header at byte 8 is ", header.type_name(),
+  check(header.is_object(), path, ": header at byte 8 is ", header.type_name(),
         ", expected an object");
 
   const uint64_t data_start = 8 + header_length, data_length = file_size - data_start;
@@ -297,7 +318,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
     try {
       entries.push_back(parse_entry(name, info, data_length));
     } catch (const Error& error) {
-      fail("load_safetensors: ", path, ": tensor \"", name, "\": ", error.what());
+      fail(path, ": tensor \"", name, "\": ", error.what());
     }
   }
 
@@ -309,19 +330,27 @@ SafetensorsFile load_safetensors(const std::string& path) {
   uint64_t covered = 0;
   const std::string* previous = nullptr;
   for (const TensorEntry& entry : entries) {
-    check(entry.begin >= covered, "load_safetensors: ", path, ": tensor \"", entry.name, "\" data_offsets [",
+    check(entry.begin >= covered, path, ": tensor \"", entry.name, "\" data_offsets [",
           entry.begin, ", ", entry.end, "] overlap tensor \"", previous ? *previous : "", "\"");
-    check(entry.begin == covered, "load_safetensors: ", path, ": data bytes [", covered, ", ", entry.begin,
+    check(entry.begin == covered, path, ": data bytes [", covered, ", ", entry.begin,
           ") (file offset ", data_start + covered, ") before tensor \"", entry.name, "\" belong to no tensor");
     covered = entry.end;
     previous = &entry.name;
   }
-  check(covered == data_length, "load_safetensors: ", path, ": ", data_length - covered,
+  check(covered == data_length, path, ": ", data_length - covered,
         " data bytes at file offset ", data_start + covered, " after the last tensor belong to no tensor");
 
   for (const TensorEntry& entry : entries) {
     Tensor tensor = Tensor::empty(entry.shape, entry.dtype);
-    if (tensor.nbytes() > 0) read_all_at(file.fd, tensor.raw_data(), tensor.nbytes(), data_start + entry.begin, path);
+    if (entry.half != HalfFormat::None) {
+      std::vector<uint16_t> bits(static_cast<size_t>(tensor.numel()));
+      if (!bits.empty()) read_all_at(file.fd, bits.data(), bits.size() * 2, data_start + entry.begin, path);
+      float* values = static_cast<float*>(tensor.raw_data());
+      for (size_t i = 0; i < bits.size(); ++i)
+        values[i] = entry.half == HalfFormat::F16 ? f16_to_float(bits[i]) : bf16_to_float(bits[i]);
+    } else if (tensor.nbytes() > 0) {
+      read_all_at(file.fd, tensor.raw_data(), tensor.nbytes(), data_start + entry.begin, path);
+    }
     result.tensors.emplace_back(entry.name, std::move(tensor));
   }
   return result;

@@ -4,7 +4,9 @@
 //   {"__metadata__": {"key": "value"},
 //    "name": {"dtype": "F32", "shape": [2, 3], "data_offsets": [begin, end]}, ...}
 // padded with spaces to a multiple of 8, then the raw little-endian data, the
-// offsets counted from the start of the data section. Dtypes F32, F64, I32, I64.
+// offsets counted from the start of the data section. Dtypes F32, F64, I32,
+// I64; F16 and BF16 load too (converted to F32: the engine computes in
+// float32), as PyTorch users often save weights in them.
 #include <map>
 #include <string>
 
@@ -21,7 +23,7 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata = {}, bool checksum = false);
 
 struct SafetensorsFile {
-  NamedTensors tensors;  // CPU tensors in their stored dtype, in data-offset order
+  NamedTensors tensors;  // CPU tensors in their stored dtype (F16, BF16: float32), in data-offset order
   std::map<std::string, std::string> metadata;
 };
 

@@ -23,11 +23,11 @@ std::vector<Tensor> zeros_like_all(const NamedTensors& parameters) {
 const Tensor& find_state(const NamedTensors& state, const std::string& name, const Tensor& like) {
   for (const auto& [key, value] : state)
     if (key == name) {
-      check(value.shape() == like.shape(), "load_state: '", name, "' has shape ", shape_str(value.shape()),
+      check(value.shape() == like.shape(), "optimizer state '", name, "' has shape ", shape_str(value.shape()),
             ", expected ", shape_str(like.shape()));
       return value;
     }
-  fail("load_state: optimizer state '", name, "' is missing");
+  fail("optimizer state '", name, "' is missing");
 }
 
 // Copies saved values into the live buffer, keeping its dtype and device.

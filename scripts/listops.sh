@@ -10,8 +10,8 @@ steps="${1:-600}"
 threads="${OMP_NUM_THREADS:-$(nproc)}"
 data=runs/listops-data
 if [ ! -x build/hkt-train ] || [ ! -x build/listops-gen ]; then
-  ./scripts/install-deps.sh
-  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+  ./scripts/install-deps.sh run
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DHKT_TESTS=OFF >/dev/null
   cmake --build build -j "$(nproc)" --target hkt-train listops-gen
 fi
 mkdir -p "$data"

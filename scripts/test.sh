@@ -9,10 +9,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${HKT_JOBS:-$(nproc)}"
 
-./scripts/install-deps.sh
+./scripts/install-deps.sh all
 
 echo "== release build"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DHKT_TESTS=ON  # ON: scripts/listops.sh may have built here without
 cmake --build build -j "$jobs"
 ctest --test-dir build -j "$jobs" --output-on-failure
 

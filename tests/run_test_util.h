@@ -133,7 +133,7 @@ inline int64_t load_step(const std::filesystem::path& checkpoint) {
   models::ModelConfig config = models::read_checkpoint_config(checkpoint.string());
   models::Classifier model(config, 0);
   AdamW optimizer(model.named_parameters(), {});
-  return models::load_checkpoint(checkpoint.string(), model, optimizer);
+  return models::load_checkpoint(checkpoint.string(), model, optimizer).step;
 }
 
 }  // namespace hkt::testing

@@ -137,7 +137,7 @@ TEST_CASE("a flipped byte anywhere in a checkpoint is a checksum mismatch, found
   CHECK(read_checkpoint_config(damaged.string()).d_model == 16);
 }
 
-TEST_CASE("a checkpoint written before checksums (format hkt-checkpoint-1) still loads; a newer one without is corrupt") {
+TEST_CASE("a checkpoint without a checksum loads (another writer); one that names hkt-train's format without is corrupt") {
   hkt::testing::TempDir dir;
   hkt::testing::write_tiny_listops(dir.path());
   TrainOptions run = hkt::testing::tiny_run_options(dir.path(), dir.path() / "run");
@@ -146,18 +146,18 @@ TEST_CASE("a checkpoint written before checksums (format hkt-checkpoint-1) still
   const fs::path checkpoint = dir.path() / "run" / "checkpoint.safetensors";
   SafetensorsFile file = load_safetensors(checkpoint.string());
   file.metadata.erase("checksum");
-  const fs::path old = dir.path() / "old.safetensors";
-  file.metadata["format"] = "hkt-checkpoint-1";
-  save_safetensors(old.string(), file.tensors, file.metadata);
-  CHECK(verify_safetensors_checksum(old.string(), "test") == ChecksumStatus::Absent);
-  CHECK(load_step(old) == 2);
+  file.metadata.erase("format");
+  const fs::path foreign = dir.path() / "foreign.safetensors";
+  save_safetensors(foreign.string(), file.tensors, file.metadata);
+  CHECK(verify_safetensors_checksum(foreign.string(), "test") == ChecksumStatus::Absent);
+  CHECK(load_step(foreign) == 2);
   file.metadata["format"] = "hkt-checkpoint-2";
-  save_safetensors(old.string(), file.tensors, file.metadata);
-  REQUIRE_THROWS_WITH(load_step(old), Contains("checkpoint " + old.string() + ": checksum mismatch (corrupt file): no "
-                                               "checksum in __metadata__ (format 'hkt-checkpoint-2')"));
-  write_bytes(old, "not a checkpoint at all");
-  REQUIRE_THROWS_WITH(load_step(old), Contains("checkpoint " + old.string() + ": checksum mismatch (corrupt file): no "
-                                               "checksum found; load_safetensors: "));
+  save_safetensors(foreign.string(), file.tensors, file.metadata);
+  REQUIRE_THROWS_WITH(load_step(foreign),
+                      Contains("checkpoint " + foreign.string() + ": checksum mismatch (corrupt file): format "
+                               "hkt-checkpoint-2 but no checksum in __metadata__"));
+  write_bytes(foreign, "not a checkpoint at all");
+  REQUIRE_THROWS_WITH(load_step(foreign), Contains(foreign.string() + ": file is 23 bytes, shorter than"));
 }
 
 TEST_CASE("resume drops the metrics lines past the checkpoint's step, replacing the file atomically") {

@@ -88,7 +88,7 @@ TEST_CASE("optimizer state round-trips: a restored optimizer continues identical
     CHECK(original[k].second.to_vector<double>() == restored[k].second.to_vector<double>());
   NamedTensors missing = first.state();
   missing.pop_back();
-  REQUIRE_THROWS_WITH(second.load_state(missing), "load_state: optimizer state 'optim.exp_avg_sq.b' is missing");
+  REQUIRE_THROWS_WITH(second.load_state(missing), "optimizer state 'optim.exp_avg_sq.b' is missing");
 }
 
 TEST_CASE("clip_grad_norm scales to the maximum norm and reports non-finite gradients") {

@@ -51,7 +51,7 @@ int64_t checkpoint_step(const fs::path& checkpoint) {
   ModelConfig config = read_checkpoint_config(checkpoint.string());
   Classifier model(config, 0);
   AdamW optimizer(model.named_parameters(), {});
-  return load_checkpoint(checkpoint.string(), model, optimizer);
+  return load_checkpoint(checkpoint.string(), model, optimizer).step;
 }
 
 // Writes a (changed) checkpoint back with a fresh checksum, as if written so.

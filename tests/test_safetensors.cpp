@@ -1,6 +1,9 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include <bit>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -167,8 +170,10 @@ TEST_CASE("safetensors: every corruption is rejected naming the file and the fau
       {"header not JSON", safetensors_bytes("{\"a\":nope}", ""), "header is not valid JSON at byte 13: expected 'null'"},
       {"trailing garbage", safetensors_bytes("{} x", ""), "header is not valid JSON at byte 11: expected the end"},
       {"header not an object", safetensors_bytes("[1,2]   ", ""), "header at byte 8 is an array, expected an object"},
-      {"unknown dtype", safetensors_bytes("{" + tensor("w", "F16", "[4]", "[0,8]") + "}", eight),
-       "tensor \"w\": unsupported dtype \"F16\""},
+      {"unknown dtype", safetensors_bytes("{" + tensor("w", "F8_E4M3", "[8]", "[0,8]") + "}", eight),
+       "tensor \"w\": unsupported dtype \"F8_E4M3\" (expected F32, F64, F16, BF16, I32 or I64)"},
+      {"F16 bytes that do not match the shape", safetensors_bytes("{" + tensor("w", "F16", "[3]", "[0,8]") + "}", eight),
+       "shape [3] of F16 needs 6 bytes but data_offsets [0, 8] span 8"},
       {"dtype not a string", safetensors_bytes(R"({"w":{"dtype":4,"shape":[2],"data_offsets":[0,8]}})", eight),
        "tensor \"w\": json: \"w.dtype\" is a number, expected a string"},
       {"negative shape", safetensors_bytes("{" + tensor("w", "F32", "[-2]", "[0,8]") + "}", eight),
@@ -226,7 +231,7 @@ TEST_CASE("safetensors: every corruption is rejected naming the file and the fau
   for (const Case& c : cases) {
     INFO(c.what);
     write_bytes(path, c.bytes);
-    CHECK_THROWS_WITH(load_safetensors(path), Contains("load_safetensors: " + path + ": ") && Contains(c.message));
+    CHECK_THROWS_WITH(load_safetensors(path), Contains(path + ": ") && Contains(c.message));
   }
   CHECK_THROWS_WITH(load_safetensors(dir.file("missing.safetensors")),
                     Contains("missing.safetensors: cannot open: No such file or directory"));
@@ -299,6 +304,43 @@ TEST_CASE("safetensors: saving goes through a temporary file renamed into place"
   CHECK_THROWS_WITH(save_safetensors(folder, tensors), Contains(folder + ": a folder, not a regular file"));
   CHECK_FALSE(fs::exists(folder + ".tmp"));
 
-  CHECK_THROWS_WITH(save_safetensors(dir.file("no/such/dir/x.safetensors"), tensors),
-                    Contains("no/such/dir/x.safetensors.tmp: cannot open for writing"));
+  // Missing folders are created, as for every file a tool writes.
+  save_safetensors(dir.file("no/such/dir/x.safetensors"), tensors);
+  CHECK(load_safetensors(dir.file("no/such/dir/x.safetensors")).tensors.size() == tensors.size());
+}
+
+TEST_CASE("safetensors: F16 and BF16 tensors load as float32, every special value included") {
+  TempDir dir;
+  const std::string path = dir.file("half.safetensors");
+  // F16: 1, -2, 65504 (largest), 2^-24 (smallest subnormal), -0, inf, NaN, 0.333251953125.
+  const std::vector<uint16_t> f16 = {0x3C00, 0xC000, 0x7BFF, 0x0001, 0x8000, 0x7C00, 0x7E00, 0x3555};
+  // BF16: 1, -2, 3.140625, 1e38-ish (0x7E96), -inf.
+  const std::vector<uint16_t> bf16 = {0x3F80, 0xC000, 0x4049, 0x7E96, 0xFF80, 0x0000};
+  std::string data(reinterpret_cast<const char*>(f16.data()), f16.size() * 2);
+  data += std::string(reinterpret_cast<const char*>(bf16.data()), bf16.size() * 2);
+  const std::string header = R"({"h":{"dtype":"F16","shape":[8],"data_offsets":[0,16]},)"
+                             R"("b":{"dtype":"BF16","shape":[2,3],"data_offsets":[16,28]}})";
+  write_bytes(path, safetensors_bytes(header + std::string((8 - header.size() % 8) % 8, ' '), data));
+  const SafetensorsFile file = load_safetensors(path);
+  REQUIRE(file.tensors.size() == 2);
+  const Tensor& h = file.tensors[0].second;
+  CHECK(h.dtype() == DType::Float32);
+  const std::vector<float> hv = h.to_vector<float>();
+  CHECK(hv[0] == 1.0f);
+  CHECK(hv[1] == -2.0f);
+  CHECK(hv[2] == 65504.0f);
+  CHECK(hv[3] == std::ldexp(1.0f, -24));
+  CHECK((hv[4] == 0.0f && std::signbit(hv[4])));
+  CHECK(std::isinf(hv[5]));
+  CHECK(std::isnan(hv[6]));
+  CHECK(hv[7] == 0.333251953125f);
+  const Tensor& b = file.tensors[1].second;
+  CHECK(b.shape() == Shape{2, 3});
+  const std::vector<float> bv = b.to_vector<float>();
+  CHECK(bv[0] == 1.0f);
+  CHECK(bv[1] == -2.0f);
+  CHECK(bv[2] == 3.140625f);
+  CHECK(bv[3] == std::bit_cast<float>(uint32_t{0x7E960000}));
+  CHECK((std::isinf(bv[4]) && bv[4] < 0));
+  CHECK(bv[5] == 0.0f);
 }

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
@@ -17,6 +18,7 @@
 #include "tests/gradcheck.h"
 #include "tests/run_test_util.h"
 #include "train/checkpoint.h"
+#include "train/progress.h"
 #include "train/training.h"
 
 using namespace hkt;
@@ -101,7 +103,7 @@ TEST_CASE("a run that diverges stops with the step and the values, keeping the l
   TrainOptions exploding = explode(tiny_run(dir.path(), dir.path() / "run"));
   exploding.steps = 20;
   exploding.checkpoint_every = 1;
-  REQUIRE_THROWS_WITH(train(exploding), Catch::Matches("train: the run diverged at step 1: .*(nan|inf).*; the last "
+  REQUIRE_THROWS_WITH(train(exploding), Catch::Matches("the run diverged at step 1: .*(nan|inf).*; the last "
                                                        "finite loss was .* at step [0-9]+; no checkpoint was written "
                                                        "yet .*"));
   CHECK_FALSE(std::filesystem::exists(dir.path() / "run" / "checkpoint.safetensors"));
@@ -115,7 +117,7 @@ TEST_CASE("a run that diverges stops with the step and the values, keeping the l
   resumed.stop_at = 0;
   resumed.resume = true;
   const TrainOptions diverging = explode(resumed);
-  REQUIRE_THROWS_WITH(train(diverging), Catch::Matches("train: the run diverged at step 5: the validation loss is "
+  REQUIRE_THROWS_WITH(train(diverging), Catch::Matches("the run diverged at step 5: the validation loss is "
                                                        "-?nan; .*; the checkpoint of step 4 is kept at "
                                                        ".*later/checkpoint.safetensors .*"));
   CHECK(hkt::testing::load_step(dir.path() / "later" / "checkpoint.safetensors") == 4);
@@ -126,15 +128,27 @@ TEST_CASE("the hkt-train command line: unknown flags, bad values and missing dat
   hkt::testing::TempDir dir;
   auto log = dir.path() / "log.txt";
   CHECK(run_tool("--bogus 3", log) == 2);
-  CHECK(read_text(log).find("hkt-train: unknown flag --bogus (see --help)") != std::string::npos);
+  CHECK(read_text(log).find("hkt-train: unknown flag --bogus (see hkt-train --help)") != std::string::npos);
   CHECK(run_tool("--batch many", log) == 2);
-  CHECK(read_text(log).find("hkt-train: --batch needs a whole number, got 'many'") != std::string::npos);
+  CHECK(read_text(log).find("hkt-train: --batch must be a whole number in 1..1048576, got 'many'") !=
+        std::string::npos);
+  // Values that would wrap or make no sense are refused by the parser, naming the flag and its range.
+  CHECK(run_tool("--lr -1", log) == 2);
+  CHECK(read_text(log).find("hkt-train: --lr must be a finite number >= 0, got '-1'") != std::string::npos);
+  CHECK(run_tool("--epochs 4611686018427387905", log) == 2);
+  CHECK(read_text(log).find("--epochs must be a whole number in 1..1000000") != std::string::npos);
+  CHECK(run_tool("--threads 4294967297", log) == 2);
+  CHECK(read_text(log).find("--threads must be a whole number in 0..4096") != std::string::npos);
+  CHECK(run_tool("--seed 9007199254740993", log) == 2);
+  CHECK(read_text(log).find("--seed must be a whole number in 0..9007199254740992") != std::string::npos);
   CHECK(run_tool("--task listops --data " + (dir.path() / "absent").string() + " --out " + dir.path().string(), log) ==
         1);
   CHECK(read_text(log).find("absent/train.tsv") != std::string::npos);
   CHECK(run_tool("--help", log) == 0);
   CHECK(read_text(log).find("--model VALUE") != std::string::npos);
   CHECK(read_text(log).find("--attention-impl VALUE") != std::string::npos);
+  CHECK(read_text(log).find("--lr X") != std::string::npos);
+  CHECK(read_text(log).find("(default 0.001)") != std::string::npos);
 }
 
 TEST_CASE("hkt-train --device: a bad name or a device this machine lacks is a usage error naming it") {
@@ -177,8 +191,66 @@ TEST_CASE("hkt-train --resume DIR continues with the run's saved options and mat
 
   CHECK(run_tool("--resume " + (dir.path() / "resumed").string() + " --lr 1", log) == 2);
   CHECK(read_text(log).find("--resume takes the run's options from") != std::string::npos);
-  CHECK(run_tool("--resume " + (dir.path() / "absent").string(), log) == 2);
-  CHECK(read_text(log).find("absent/config.json") != std::string::npos);
+  // A missing file is a failure (1), not a usage error; the message names the program and the path once.
+  CHECK(run_tool("--resume " + (dir.path() / "absent").string(), log) == 1);
+  const std::string missing = read_text(log);
+  CHECK(missing.find("hkt-train: " + (dir.path() / "absent" / "config.json").string() + ": no such file") == 0);
+  CHECK(missing.find("hkt-train", 1) == std::string::npos);
+}
+
+TEST_CASE("the progress bar fits the terminal's width, leaving the last column free") {
+  for (int columns : {10, 40, 60, 79, 80, 120, 300}) {
+    for (int64_t step : {int64_t{0}, int64_t{75}, int64_t{150}}) {
+      const std::string line = hkt::models::fit_bar_line(12, step, 150, 139.87, 2.2899, 1e-3, "01:02", columns);
+      INFO(columns << " columns: '" << line << "'");
+      CHECK(static_cast<int>(line.size()) <= columns - 1);
+      CHECK(line.rfind("epoch 12", 0) == 0);
+      if (columns >= 80) CHECK(line.find(std::to_string(step) + "/150") != std::string::npos);
+      if (columns >= 80) CHECK(line.find("ETA 01:02") != std::string::npos);
+    }
+  }
+  // Wide terminals get the full 30-character bar, half filled at half way.
+  const std::string wide = hkt::models::fit_bar_line(1, 75, 150, 1, 1, 1, "00:01", 200);
+  CHECK(wide.find("[" + std::string(15, '#') + std::string(15, '.') + "]") != std::string::npos);
+}
+
+TEST_CASE("a checkpoint of parameters and config alone: step from optim.step or 0, a fresh optimizer, the same weights") {
+  hkt::testing::TempDir dir;
+  write_listops(dir.path());
+  TrainOptions first = tiny_run(dir.path(), dir.path() / "run");
+  first.steps = 3;
+  train(first);
+  const std::string ours = (dir.path() / "run" / "checkpoint.safetensors").string();
+  const SafetensorsFile file = load_safetensors(ours);
+  NamedTensors parameters, with_step;
+  for (const auto& [name, value] : file.tensors) {
+    if (name.rfind("optim.", 0) != 0) parameters.emplace_back(name, value);
+    if (name.rfind("optim.", 0) != 0 || name == "optim.step") with_step.emplace_back(name, value);
+  }
+  const std::map<std::string, std::string> config_only{{"config", file.metadata.at("config")}};
+  const std::string bare = (dir.path() / "bare.safetensors").string(), stepped = (dir.path() / "stepped.safetensors").string();
+  save_safetensors(bare, parameters, config_only);
+  save_safetensors(stepped, with_step, config_only);
+
+  const ModelConfig config = read_checkpoint_config(ours);
+  Classifier reference(config, 0), from_bare(config, 1);
+  AdamW reference_optimizer(reference.named_parameters(), {}), fresh(from_bare.named_parameters(), {});
+  const LoadedCheckpoint full = load_checkpoint(ours, reference, reference_optimizer);
+  CHECK(full.step == 3);
+  CHECK(full.optimizer_state);
+  CHECK(full.checksum);
+  const LoadedCheckpoint loaded = load_checkpoint(bare, from_bare, fresh);
+  CHECK(loaded.step == 0);
+  CHECK_FALSE(loaded.optimizer_state);
+  CHECK_FALSE(loaded.checksum);
+  for (const auto& [name, value] : fresh.state())  // untouched: zeros and step 0
+    CHECK(hkt::testing::max_abs_diff(value, Tensor::zeros(value.shape(), value.dtype())) == 0);
+  const auto a = reference.named_parameters(), b = from_bare.named_parameters();
+  for (size_t i = 0; i < a.size(); ++i) CHECK(hkt::testing::max_abs_diff(a[i].second, b[i].second) == 0);
+
+  Classifier weights_only(config, 2);
+  CHECK(load_weights(stepped, weights_only).step == 3);  // optim.step, the optimizer's own count
+  CHECK(load_weights(ours, weights_only).step == 3);
 }
 
 TEST_CASE("down_pointwise: absent from an older config means false, checkpoints keep it and refuse a mismatch") {
@@ -204,7 +276,7 @@ TEST_CASE("down_pointwise: absent from an older config means false, checkpoints 
   const SafetensorsFile file = load_safetensors(checkpoint);
   Classifier reloaded(read_checkpoint_config(checkpoint), 99);
   AdamW optimizer(reloaded.named_parameters(), {});
-  CHECK(load_checkpoint(checkpoint, reloaded, optimizer) == 2);
+  CHECK(load_checkpoint(checkpoint, reloaded, optimizer).step == 2);
   int pointwise = 0;
   for (const auto& [name, value] : reloaded.named_parameters()) {
     if (name.find(".pointwise.") != std::string::npos) ++pointwise;

@@ -69,7 +69,7 @@ TEST_CASE("the test split is scored once, by the model of the best validation ac
   const std::string best_file = (dir.path() / "run" / "best.safetensors").string();
   Classifier model(read_checkpoint_config(best_file), 0);
   AdamW optimizer(model.named_parameters(), {});
-  CHECK(load_checkpoint(best_file, model, optimizer) == best_step);
+  CHECK(load_checkpoint(best_file, model, optimizer).step == best_step);
   const TaskData task = load_task(options);
   CHECK(evaluate(model, task.val, options.batch).accuracy == best);
   CHECK(evaluate(model, task.test, options.batch).accuracy == tests[0].at("test_accuracy").as_number());

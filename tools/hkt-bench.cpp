@@ -6,7 +6,7 @@
 // gemm, ...) at B = 4, H = 8, dh = 64, with achieved TFLOP/s.
 //
 //   hkt-bench [--device cpu|cuda] [--min-t 256] [--max-t 8192] [--batch B] [--heads H] [--head-dim dh]
-//             [--threads N] [--repeats 3] [--causal] [--fused-only]
+//             [--threads N] [--repeats 3] [--causal] [--fused-only]        (--help: every flag)
 //   hkt-bench step [--model mha|hkt|both] [--threads N] [--profile] ...   (tools/bench/step.h)
 //
 // On the CPU it first measures the machine's limit: a register-only FMA loop
@@ -33,7 +33,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <iostream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -48,6 +47,7 @@
 #include "ops/blas.h"
 #include "tools/bench/child.h"
 #include "tools/bench/step.h"
+#include "io/cli.h"
 #include "ops/attention_reference.h"
 
 using namespace hkt;
@@ -72,25 +72,6 @@ struct Options {
   int repeats = 3;
   bool causal = false;
 };
-
-constexpr const char* kUsage =
-    "usage: hkt-bench [--device cpu|cuda] [--min-t T] [--max-t T] [--batch B] [--heads H] [--head-dim dh]\n"
-    "                 [--threads N] [--repeats R] [--causal] [--fused-only]\n"
-    "       hkt-bench step [--model mha|hkt|both] [--threads N] [--profile] [--help for the rest]\n";
-
-[[noreturn]] void usage(const std::string& problem) {
-  std::cerr << "hkt-bench: " << problem << "\n"
-            << kUsage;
-  std::exit(2);
-}
-
-int64_t parse_int(const std::string& flag, const char* text, int64_t min_value) {
-  char* end = nullptr;
-  const long long value = std::strtoll(text, &end, 10);
-  if (end == text || *end != '\0' || value < min_value)
-    usage(flag + " needs an integer ≥ " + std::to_string(min_value));
-  return value;
-}
 
 double paper_bound(int64_t levels) {
   double total = 0, term = 1;
@@ -217,9 +198,9 @@ struct Measurement {
 
 Measurement measure(const Case& c, const Options& options, const char* self) {
   const bench::ChildOutput child = bench::run_self(
-      {self, "--case", c.op, c.impl, std::to_string(c.levels), std::to_string(c.length), "--threads",
+      {self, "--case", c.op + "," + c.impl + "," + std::to_string(c.levels) + "," + std::to_string(c.length), "--threads",
        std::to_string(options.threads), "--repeats", std::to_string(options.repeats),
-       options.causal ? "--causal" : "--bidirectional", "--batch", std::to_string(options.batch), "--heads",
+       options.causal ? "--causal" : "--causal=false", "--batch", std::to_string(options.batch), "--heads",
        std::to_string(options.heads), "--head-dim", std::to_string(options.head_dim), "--device",
        options.device.type == DeviceType::CUDA ? "cuda" : "cpu"});
   Measurement m;
@@ -235,90 +216,91 @@ std::string case_name(const Case& c) {
   return c.impl + " " + (c.op == "mha" ? std::string("MHA") : "HKT L=" + std::to_string(c.levels));
 }
 
+void declare_flags(cli::Flags& flags) {
+  flags.add_choice("device", "cpu", {"cpu", "cuda"}, "where the ops run");
+  flags.add_int("min-t", 256, "shortest sequence length T", 1, 1 << 24);
+  flags.add_int("max-t", 8192, "longest sequence length T (T doubles from --min-t)", 1, 1 << 24);
+  flags.add_int("batch", 1, "batch size B (--device cuda: 4)", 1, 1 << 20);
+  flags.add_int("heads", 4, "heads H (--device cuda: 8)", 1, 1024);
+  flags.add_int("head-dim", 16, "head width dh (--device cuda: 64)", 1, 4096);
+  flags.add_int("threads", 0, "CPU threads (0: OMP_NUM_THREADS or all cores)", 0, cli::kThreadsMax);
+  flags.add_int("repeats", 3, "timed runs per case (the best counts)", 1, 1000);
+  flags.add_switch("causal", "causal attention (default: bidirectional)");
+  flags.add_switch("fused-only", "skip the composed references");
+  flags.add("case", "", "internal: the one case a child process runs (op,impl,levels,length)");
+}
+
+// The options; a child (--case) also gets its case.
+Options to_options(const cli::Flags& flags, Case& child) {
+  Options options;
+  options.device = flags.get("device") == "cuda" ? Device::cuda(0) : Device::cpu();
+  options.min_length = flags.get_int("min-t");
+  options.max_length = flags.get_int("max-t");
+  options.threads = static_cast<int>(flags.get_int("threads"));
+  options.repeats = static_cast<int>(flags.get_int("repeats"));
+  options.causal = flags.get_bool("causal");
+  options.fused_only = flags.get_bool("fused-only");
+  const bool cuda = options.device.type == DeviceType::CUDA;
+  options.batch = flags.was_given("batch") || !cuda ? flags.get_int("batch") : 4;
+  options.heads = flags.was_given("heads") || !cuda ? flags.get_int("heads") : 8;
+  options.head_dim = flags.was_given("head-dim") || !cuda ? flags.get_int("head-dim") : 64;
+  if (cuda) options.composed_limit_bytes = 32.0 * (1LL << 30);
+  if (flags.was_given("case")) {
+    std::istringstream fields(flags.get("case"));
+    char comma = 0;
+    std::getline(fields, child.op, ',');
+    std::getline(fields, child.impl, ',');
+    cli::usage_check(static_cast<bool>(fields >> child.levels >> comma >> child.length) && comma == ',',
+                     "--case must be op,impl,levels,length, got '", flags.get("case"), "'");
+  }
+  return options;
+}
+
+// A device the machine lacks is a failure (exit 1), named.
+void require_cuda(const Options& options) {
+  if (options.device.type != DeviceType::CUDA) return;
+#ifndef HKT_WITH_CUDA
+  fail("--device cuda: this build has no CUDA backend (configure with -DHKT_CUDA=ON)");
+#endif
+  check(dispatch::device_count(DeviceType::CUDA) > 0, "--device cuda: no CUDA device is present on this machine");
+}
+
+int run_bench(const cli::Flags& flags, char** argv);
+
 }  // namespace
 
 int main(int argc, char** argv) {
   reexec_with_blas_core(argv);  // before any work: OpenBLAS picks its kernels when it loads
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (!args.empty() && (args[0] == "step" || args[0] == "--step-child")) {  // the training step (tools/bench/step.h)
-    const bench::StepOptions step = bench::parse_step_options({args.begin() + 1, args.end()});
-    if (args[0] == "--step-child") return bench::run_step_child(step);
-    if (step.threads > 0) set_num_threads(step.threads);
-    const double peak = fma_peak_gflops(num_threads());
-    std::printf("{\"machine\":\"cpu\",\"threads\":%d,\"fma_peak_gflops\":%.1f,\"fma_peak_path\":\"%s\","
-                "\"blas\":\"%s\",\"blas_core\":\"%s\"}\n",
-                num_threads(), peak, attention_cpu::widest_path().name, blas_info().library.c_str(),
-                blas_info().core.c_str());
-    return bench::run_step_bench(step, argv, peak);
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "step" || mode == "--step-child") {  // the training step (tools/bench/step.h)
+    cli::Flags flags("hkt-bench step", "Times the training step of the SPEC-size classifiers on the CPU.");
+    bench::declare_step_flags(flags);
+    return cli::run(flags, argc - 1, argv + 1, [&] {
+      const bench::StepOptions step = bench::step_options(flags);
+      if (mode == "--step-child") return bench::run_step_child(step);
+      if (step.threads > 0) set_num_threads(step.threads);
+      const double peak = fma_peak_gflops(num_threads());
+      std::printf("{\"machine\":\"cpu\",\"threads\":%d,\"fma_peak_gflops\":%.1f,\"fma_peak_path\":\"%s\","
+                  "\"blas\":\"%s\",\"blas_core\":\"%s\"}\n",
+                  num_threads(), peak, attention_cpu::widest_path().name, blas_info().library.c_str(),
+                  blas_info().core.c_str());
+      return bench::run_step_bench(step, argv, peak);
+    });
   }
-  Options options;
+  cli::Flags flags("hkt-bench",
+                   "Wall time and peak memory of the fused attention ops against their composed references.\n"
+                   "hkt-bench step --help: the training step instead.");
+  declare_flags(flags);
+  return cli::run(flags, argc, argv, [&] { return run_bench(flags, argv); });
+}
+
+namespace {
+
+int run_bench(const cli::Flags& flags, char** argv) {
   Case child;
-  bool is_child = false, explicit_sizes = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    auto value = [&]() -> const char* {
-      if (i + 1 >= args.size()) usage(flag + " needs a value");
-      return args[++i].c_str();
-    };
-    if (flag == "--device") {
-      const std::string name = value();
-      if (name == "cpu")
-        options.device = Device::cpu();
-      else if (name == "cuda")
-        options.device = Device::cuda(0);
-      else
-        usage("--device must be cpu or cuda, got " + name);
-    } else if (flag == "--max-t")
-      options.max_length = parse_int(flag, value(), 1);
-    else if (flag == "--min-t")
-      options.min_length = parse_int(flag, value(), 1);
-    else if (flag == "--batch")
-      options.batch = parse_int(flag, value(), 1), explicit_sizes = true;
-    else if (flag == "--heads")
-      options.heads = parse_int(flag, value(), 1), explicit_sizes = true;
-    else if (flag == "--head-dim")
-      options.head_dim = parse_int(flag, value(), 1), explicit_sizes = true;
-    else if (flag == "--fused-only")
-      options.fused_only = true;
-    else if (flag == "--threads")
-      options.threads = static_cast<int>(parse_int(flag, value(), 0));
-    else if (flag == "--repeats")
-      options.repeats = static_cast<int>(parse_int(flag, value(), 1));
-    else if (flag == "--causal")
-      options.causal = true;
-    else if (flag == "--bidirectional")
-      options.causal = false;
-    else if (flag == "--help" || flag == "-h") {
-      std::cout << kUsage;
-      return 0;
-    }
-    else if (flag == "--case" && i + 4 < args.size()) {  // internal: the child's case
-      is_child = true;
-      child.op = args[i + 1];
-      child.impl = args[i + 2];
-      child.levels = parse_int(flag, args[i + 3].c_str(), 1);
-      child.length = parse_int(flag, args[i + 4].c_str(), 1);
-      i += 4;
-    } else
-      usage("unknown argument " + flag);
-  }
-  if (options.device.type == DeviceType::CUDA) {
-#ifndef HKT_WITH_CUDA
-    std::cerr << "hkt-bench: --device cuda: this build has no CUDA backend (configure with -DHKT_CUDA=ON)\n";
-    return 1;
-#endif
-    if (dispatch::device_count(DeviceType::CUDA) == 0) {
-      std::cerr << "hkt-bench: --device cuda: no CUDA device is present on this machine\n";
-      return 1;
-    }
-    if (!explicit_sizes) {
-      options.batch = 4;
-      options.heads = 8;
-      options.head_dim = 64;
-    }
-    options.composed_limit_bytes = 32.0 * (1LL << 30);
-  }
-  if (is_child) return run_case(child, options);
+  const Options options = to_options(flags, child);
+  require_cuda(options);
+  if (flags.was_given("case")) return run_case(child, options);
 
   double peak_gflops = 0;
   if (options.device.type == DeviceType::CPU) {
@@ -428,3 +410,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+}  // namespace

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hkt.h"
+#include "io/cli.h"
 
 using namespace hkt;
 
@@ -64,16 +65,25 @@ double accuracy(const Tensor& logits, const Tensor& labels) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    int steps = argc > 1 ? std::stoi(argv[1]) : 300;
+  cli::Flags flags("hkt-demo", "Fits a small MLP to three interleaved spirals and prints the loss falling.");
+  flags.add_int("steps", 300, "AdamW steps", 1, 1'000'000);
+  // `hkt-demo 30`, the form scripts/demo.sh and older notes use, is `--steps 30`.
+  std::vector<const char*> args(argv, argv + argc);
+  std::string steps_flag;
+  if (argc == 2 && argv[1][0] != '-') {
+    steps_flag = std::string("--steps=") + argv[1];
+    args = {argv[0], steps_flag.c_str()};
+  }
+  return cli::run(flags, static_cast<int>(args.size()), args.data(), [&] {
+    const int64_t steps = flags.get_int("steps");
     Generator generator(0);
     Tensor points, labels;
     make_spirals(200, generator, points, labels);
     Mlp model(64, 3, generator);
     AdamW optimizer(model.named_parameters(), {.lr = 1e-2, .weight_decay = 1e-4});
-    std::printf("hkt-demo: MLP 2-64-64-3 (%lld parameters) on 600 spiral points, AdamW, %d steps\n",
-                (long long)model.parameter_count(), steps);
-    for (int step = 1; step <= steps; ++step) {
+    std::printf("hkt-demo: MLP 2-64-64-3 (%lld parameters) on 600 spiral points, AdamW, %lld steps\n",
+                (long long)model.parameter_count(), (long long)steps);
+    for (int64_t step = 1; step <= steps; ++step) {
       optimizer.zero_grad();
       Tensor logits = model.forward(points);
       Tensor loss = cross_entropy(logits, labels);
@@ -81,11 +91,8 @@ int main(int argc, char** argv) {
       clip_grad_norm(model.named_parameters(), 1.0);
       optimizer.step();
       if (step == 1 || step % 25 == 0)
-        std::printf("step %4d  loss %.4f  accuracy %.3f\n", step, loss.item(), accuracy(logits, labels));
+        std::printf("step %4lld  loss %.4f  accuracy %.3f\n", (long long)step, loss.item(), accuracy(logits, labels));
     }
     return 0;
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "hkt-demo: %s\n", error.what());
-    return 1;
-  }
+  });
 }

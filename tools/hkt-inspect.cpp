@@ -4,6 +4,7 @@
 //   dump       the gradient dump of SPEC section 6 (safetensors)
 //   heatmap    attention weights and per-level scores as one PNG (or SVG) per block
 //   analysis   score kurtosis, symmetric/antisymmetric split of Wq Wkᵀ, score cost vs the 4^-l bound
+//   predict    predicted class and probabilities for a ListOps TSV or expression (a checkpoint alone will do)
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -12,11 +13,13 @@
 
 #include "engine/threads.h"
 #include "io/cli.h"
+#include "data/listops.h"
 #include "io/json.h"
 #include "tools/inspect/analysis.h"
 #include "tools/inspect/attention_maps.h"
 #include "tools/inspect/gradients.h"
 #include "tools/inspect/heatmap.h"
+#include "tools/inspect/predict.h"
 #include "tools/inspect/reports.h"
 #include "tools/inspect/run.h"
 
@@ -29,17 +32,25 @@ struct Subcommand {
   const char* summary;
   std::function<void(cli::Flags&)> declare;
   std::function<int(const cli::Flags&)> run;
-  std::vector<const char*> required = {"run"};  // flags without a usable default
 };
 
-void declare_common(cli::Flags& flags, const char* default_batch) {
-  flags.add("run", "", "the run folder written by hkt-train (config.json, checkpoint.safetensors)");
-  flags.add("checkpoint", "", "checkpoint file (default: RUN/checkpoint.safetensors)");
-  flags.add("split", "val", "train | val | test: where the examples come from");
-  flags.add("offset", "0", "first example of the split");
-  flags.add("batch", default_batch, "number of examples");
-  flags.add("threads", "0", "CPU threads (0: OMP_NUM_THREADS or all cores)");
+void declare_threads_and_json(cli::Flags& flags) {
+  flags.add_int("threads", 0, "CPU threads (0: OMP_NUM_THREADS or all cores)", 0, cli::kThreadsMax);
   flags.add_switch("json", "print JSON instead of tables");
+}
+
+void declare_common(cli::Flags& flags, int64_t default_batch) {
+  flags.add("run", "", "the run folder written by hkt-train (config.json, checkpoint.safetensors)");
+  flags.require("run");
+  flags.add("checkpoint", "", "checkpoint file (default: RUN/checkpoint.safetensors)");
+  flags.add_choice("split", "val", {"train", "val", "test"}, "where the examples come from");
+  flags.add_int("offset", 0, "first example of the split", 0);
+  flags.add_int("batch", default_batch, "number of examples", 1, 1 << 20);
+  declare_threads_and_json(flags);
+}
+
+void apply_threads(const cli::Flags& flags) {
+  if (flags.get_int("threads") > 0) set_num_threads(static_cast<int>(flags.get_int("threads")));
 }
 
 struct Inputs {
@@ -48,9 +59,7 @@ struct Inputs {
 };
 
 Inputs load_inputs(const cli::Flags& flags) {
-  const int64_t threads = flags.get_int("threads");
-  check(threads >= 0, "hkt-inspect: --threads must be non-negative, got ", threads);
-  if (threads > 0) set_num_threads(static_cast<int>(threads));
+  apply_threads(flags);
   Inputs inputs;
   inputs.run = load_run(flags.get("run"), flags.get("checkpoint"));
   inputs.batch = load_batch(inputs.run.options, flags.get("split"), flags.get_int("offset"), flags.get_int("batch"));
@@ -73,6 +82,27 @@ int run_grads(const cli::Flags& flags) {
   for (const std::string& name : bad) names += (names.empty() ? "" : ", ") + name;
   std::fprintf(stderr, "hkt-inspect grads: non-finite gradients in %s\n", names.c_str());
   return 1;
+}
+
+int run_predict(const cli::Flags& flags) {
+  cli::usage_check(flags.was_given("run") || flags.was_given("checkpoint"), "--run DIR or --checkpoint FILE is required");
+  cli::usage_check(flags.was_given("tsv") != flags.was_given("tokens"), "give one of --tsv FILE and --tokens EXPRESSION");
+  apply_threads(flags);
+  const std::string checkpoint = flags.was_given("checkpoint")
+                                     ? flags.get("checkpoint")
+                                     : (std::filesystem::path(flags.get("run")) / "checkpoint.safetensors").string();
+  const std::unique_ptr<models::Classifier> model = load_model(checkpoint);
+  check(model->config().vocab == data::kListOpsVocab, checkpoint, ": the model's vocab is ", model->config().vocab,
+        ", not ListOps' ", data::kListOpsVocab, ": predict reads ListOps examples only");
+  const int64_t seq_len = model->config().max_len;
+  const bool labelled = flags.was_given("tsv");
+  const data::Dataset examples =
+      labelled ? data::load_listops(flags.get("tsv"), seq_len) : listops_expression(flags.get("tokens"), seq_len);
+  const std::vector<Prediction> predictions = predict(*model, examples, flags.get_int("batch"), labelled);
+  if (flags.get_bool("json")) print_json(prediction_json(predictions));
+  else std::printf("%s, %lld examples\n%s", checkpoint.c_str(), static_cast<long long>(examples.count),
+                   prediction_table(predictions).c_str());
+  return 0;
 }
 
 int run_gradcheck(const cli::Flags& flags) {
@@ -117,11 +147,10 @@ int run_dump(const cli::Flags& flags) {
 int run_heatmap(const cli::Flags& flags) {
   Inputs in = load_inputs(flags);
   const int64_t example = flags.get_int("example");
-  check(example >= 0 && example < in.batch.tokens.size(0), "hkt-inspect heatmap: --example ", example,
-        " is outside the batch of ", in.batch.tokens.size(0));
+  cli::usage_check(example < in.batch.tokens.size(0), "--example ", example, " is outside the batch of ",
+                   in.batch.tokens.size(0), " (--batch)");
   const std::vector<BlockAttention> maps = attention_maps(*in.run.model, in.batch);
   const std::string format = flags.get("format");
-  check(format == "png" || format == "svg", "hkt-inspect heatmap: --format must be png or svg, got '", format, "'");
   const std::vector<std::string> tokens = token_names(in.run.options.task, in.batch, example);
   std::filesystem::create_directories(flags.get("out"));
   Json files = Json::array();
@@ -130,7 +159,7 @@ int run_heatmap(const cli::Flags& flags) {
         (std::filesystem::path(flags.get("out")) / ("attention_block" + std::to_string(block) + "." + format)).string();
     const auto figure = attention_heatmap(maps[block], static_cast<int64_t>(block), example, tokens,
                                           format == "svg" ? ImageFormat::Svg : ImageFormat::Png);
-    figure->save(path, "hkt-inspect heatmap");
+    figure->save(path, "");
     files.push_back(Json::object({{"path", path}, {"width", figure->width()}, {"height", figure->height()}}));
     if (!flags.get_bool("json"))
       std::printf("wrote %s (%g x %g): block %zu, example %lld (length %lld), %lld heads x (A + %lld levels)\n",
@@ -174,7 +203,7 @@ int run_heatmap(const cli::Flags& flags) {
 int run_analysis(const cli::Flags& flags) {
   Inputs in = load_inputs(flags);
   const models::ModelConfig& config = in.run.model->config();
-  const int64_t length = flags.was_given("seq-len") ? flags.get_int("seq-len") : in.batch.tokens.size(1);
+  const int64_t length = flags.get_int("seq-len") > 0 ? flags.get_int("seq-len") : in.batch.tokens.size(1);
   const std::vector<ScoreKurtosis> kurtosis = score_kurtosis(attention_maps(*in.run.model, in.batch));
   const std::vector<BilinearSplit> splits = bilinear_splits(*in.run.model);
   const ScoreCost cost = score_cost(length, config.stride, config.attention_levels());
@@ -198,79 +227,82 @@ int run_analysis(const cli::Flags& flags) {
 std::map<std::string, Subcommand> subcommands() {
   std::map<std::string, Subcommand> all;
   all["grads"] = {"gradient norms per parameter for a batch; exit 1 when a gradient is NaN or infinite",
-                  [](cli::Flags& f) { declare_common(f, "8"); }, run_grads};
+                  [](cli::Flags& f) { declare_common(f, 8); }, run_grads};
   all["gradcheck"] = {"float64 finite differences vs backward at sampled coordinates of every parameter; "
                       "exit 1 above tolerance",
                       [](cli::Flags& f) {
-                        declare_common(f, "2");
-                        f.add("per-parameter", "4", "coordinates checked per parameter");
-                        f.add("eps", "1e-6", "central-difference step");
-                        f.add("atol", "1e-8", "absolute tolerance (float64 rounding of the differences is about 1e-10)");
-                        f.add("rtol", "1e-4", "relative tolerance (of |numeric|)");
-                        f.add("seed", "1", "seed of the sampled coordinates");
+                        declare_common(f, 2);
+                        f.add_int("per-parameter", 4, "coordinates checked per parameter", 1, 1 << 20);
+                        f.add_real("eps", 1e-6, "central-difference step", 0, 1, /*min_exclusive=*/true);
+                        f.add_real("atol", 1e-8, "absolute tolerance (float64 rounding of the differences is about 1e-10)",
+                                   0);
+                        f.add_real("rtol", 1e-4, "relative tolerance (of |numeric|)", 0);
+                        f.add_int("seed", 1, "seed of the sampled coordinates", 0);
                       },
                       run_gradcheck};
   all["dump"] = {"writes the gradient dump of SPEC section 6 (safetensors) for external checkers",
                  [](cli::Flags& f) {
-                   declare_common(f, "4");
-                   f.add("out", "", "output .safetensors file");
+                   declare_common(f, 4);
+                   f.add("out", "", "output .safetensors file (its folder is created)");
+                   f.require("out");
                  },
-                 run_dump, {"run", "out"}};
+                 run_dump};
   all["heatmap"] = {"attention weights A and per-level scores S^(l) of one example, one PNG per block",
                     [](cli::Flags& f) {
-                      declare_common(f, "1");
-                      f.add("example", "0", "which example of the batch to draw");
-                      f.add("out", "", "output folder (attention_block<i>.png)");
-                      f.add("format", "png", "png | svg");
+                      declare_common(f, 1);
+                      f.add_int("example", 0, "which example of the batch to draw", 0);
+                      f.add("out", "", "output folder (attention_block<i>.png or .svg)");
+                      f.require("out");
+                      f.add_choice("format", "png", {"png", "svg"}, "image format of the files");
                     },
-                    run_heatmap, {"run", "out"}};
+                    run_heatmap};
   all["attention"] = all["heatmap"];  // the name for it; both stay
   all["analysis"] = {"score kurtosis (Mardia), symmetric/antisymmetric split of Wq Wk^T, score cost vs the bound",
                      [](cli::Flags& f) {
-                       declare_common(f, "8");
-                       f.add("seq-len", "0", "T for the score cost (default: the batch's T)");
+                       declare_common(f, 8);
+                       f.add_int("seq-len", 0, "T for the score cost (0: the batch's T)", 0, 1 << 24);
                      },
                      run_analysis};
+  all["predict"] = {"predicted class and probabilities for a ListOps TSV or an expression, from a checkpoint",
+                    [](cli::Flags& f) {
+                      f.add("run", "", "a run folder: its checkpoint.safetensors (or give --checkpoint)");
+                      f.add("checkpoint", "", "a checkpoint file, e.g. written by Python (SPEC section 6)");
+                      f.add("tsv", "", "a ListOps TSV (Source<TAB>Target): accuracy against its labels too");
+                      f.add("tokens", "", "a ListOps expression, e.g. \"( [MAX 2 9 ] )\"");
+                      f.add_int("batch", 32, "examples per forward pass", 1, 1 << 20);
+                      declare_threads_and_json(f);
+                    },
+                    run_predict};
   return all;
 }
 
 void print_overview(FILE* out, const std::map<std::string, Subcommand>& all) {
-  std::fprintf(out, "usage: hkt-inspect SUBCOMMAND --run DIR [flags]   (hkt-inspect SUBCOMMAND --help for its flags)\n"
-                    "Looks inside a run trained by hkt-train.\n\nsubcommands:\n");
+  std::fprintf(out, "usage: hkt-inspect SUBCOMMAND [flags]   (hkt-inspect SUBCOMMAND --help for its flags)\n"
+                    "Looks inside a run trained by hkt-train, or runs a checkpoint on examples.\n\nsubcommands:\n");
   for (const auto& [name, sub] : all) std::fprintf(out, "  %-10s %s\n", name.c_str(), sub.summary);
+  std::fprintf(out, "\n  --help     this text\n  --version  the version\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   const auto all = subcommands();
-  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
-    print_overview(argc < 2 ? stderr : stdout, all);
-    return argc < 2 ? 2 : 0;
+  const std::string first = argc < 2 ? "" : argv[1];
+  if (first == "--help" || first == "-h") {
+    print_overview(stdout, all);
+    return 0;
   }
-  auto found = all.find(argv[1]);
+  if (first == "--version") {
+    cli::print_version("hkt-inspect");
+    return 0;
+  }
+  auto found = all.find(first);
   if (found == all.end()) {
-    std::fprintf(stderr, "hkt-inspect: unknown subcommand '%s'\n", argv[1]);
-    print_overview(stderr, all);
+    if (first.empty()) std::fprintf(stderr, "hkt-inspect: a subcommand is required (see hkt-inspect --help)\n");
+    else std::fprintf(stderr, "hkt-inspect: unknown subcommand '%s' (see hkt-inspect --help)\n", first.c_str());
     return 2;
   }
-  const std::string program = std::string("hkt-inspect ") + argv[1];
-  cli::Flags flags(program, found->second.summary);
-  try {
-    found->second.declare(flags);
-    if (!flags.parse(argc - 1, argv + 1)) return 0;
-    for (const char* name : found->second.required)
-      check(flags.was_given(name), program, ": --", name, " is required (see --help)");
-    check(flags.get_int("batch") >= 1, program, ": --batch must be at least 1");
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "%s\n", error.what());
-    return 2;
-  }
-  try {
-    return found->second.run(flags);
-  } catch (const std::exception& error) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "%s: %s\n", program.c_str(), error.what());
-    return 1;
-  }
+  cli::Flags flags("hkt-inspect " + first, found->second.summary);
+  found->second.declare(flags);
+  return cli::run(flags, argc - 1, argv + 1, [&] { return found->second.run(flags); });
 }

@@ -3,90 +3,40 @@
 // prints a one-line summary: count, token lengths, label histogram.
 //
 //   listops-gen --seed S --count N --min-len A --max-len B [--max-depth D] [--max-args K] --out FILE
-//
-// Exit codes: 0 written, 1 generation or write failed, 2 bad flags.
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
-#include <map>
 #include <string>
-#include <string_view>
 
 #include "data/listops.h"
+#include "io/cli.h"
 
-namespace {
-
-constexpr const char* kUsage =
-    "usage: listops-gen --seed S --count N --min-len A --max-len B [--max-depth D] [--max-args K] --out FILE\n"
-    "  --seed S       random seed (unsigned 64-bit)\n"
-    "  --count N      number of examples (>= 1)\n"
-    "  --min-len A    shortest expression, in tokens (>= 1)\n"
-    "  --max-len B    longest expression, in tokens (>= A)\n"
-    "  --max-depth D  nesting limit (default 10, 1..1000)\n"
-    "  --max-args K   most arguments of an operator (default 10, 2..1000)\n"
-    "  --out FILE     the TSV to write (written to a temporary file, then renamed)\n";
-
-int usage_error(const std::string& message) {
-  std::fprintf(stderr, "listops-gen: %s\n%s", message.c_str(), kUsage);
-  return 2;
-}
-
-template <class T>
-bool parse_number(std::string_view text, T& value) {
-  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return error == std::errc() && end == text.data() + text.size() && !text.empty();
-}
-
-}  // namespace
+using namespace hkt;
 
 int main(int argc, char** argv) {
-  std::map<std::string, std::string> flags;
-  const std::string_view known[] = {"--seed", "--count", "--min-len", "--max-len", "--max-depth", "--max-args", "--out"};
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], value;
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    if (const size_t equals = arg.find('='); arg.rfind("--", 0) == 0 && equals != std::string::npos) {
-      value = arg.substr(equals + 1);
-      arg.resize(equals);
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    } else {
-      return usage_error("flag " + arg + " needs a value");
-    }
-    if (std::find(std::begin(known), std::end(known), arg) == std::end(known))
-      return usage_error("unknown flag " + arg);
-    if (flags.count(arg)) return usage_error("flag " + arg + " given twice");
-    flags[arg] = value;
-  }
-  for (const char* required : {"--seed", "--count", "--min-len", "--max-len", "--out"})
-    if (!flags.count(required)) return usage_error(std::string("missing ") + required);
-
-  uint64_t seed = 0;
-  hkt::data::ListOpsOptions options;
-  if (!parse_number(flags["--seed"], seed)) return usage_error("--seed " + flags["--seed"] + " is not an unsigned integer");
-  if (!parse_number(flags["--count"], options.count) || options.count < 1)
-    return usage_error("--count " + flags["--count"] + " is not an integer >= 1");
-  if (!parse_number(flags["--min-len"], options.min_len) || options.min_len < 1)
-    return usage_error("--min-len " + flags["--min-len"] + " is not an integer >= 1");
-  if (!parse_number(flags["--max-len"], options.max_len) || options.max_len < options.min_len)
-    return usage_error("--max-len " + flags["--max-len"] + " is not an integer >= --min-len");
-  if (flags.count("--max-depth") &&
-      (!parse_number(flags["--max-depth"], options.max_depth) || options.max_depth < 1 || options.max_depth > 1000))
-    return usage_error("--max-depth " + flags["--max-depth"] + " is not an integer in 1..1000");
-  if (flags.count("--max-args") &&
-      (!parse_number(flags["--max-args"], options.max_args) || options.max_args < 2 || options.max_args > 1000))
-    return usage_error("--max-args " + flags["--max-args"] + " is not an integer in 2..1000");
-  const std::string out = flags["--out"];
-  if (out.empty()) return usage_error("--out is empty");
-
-  try {
-    hkt::Generator generator(seed);
-    const auto examples = hkt::data::generate_listops_examples(generator, options);
-    hkt::data::write_listops_tsv(out, examples);
-    const auto summary = hkt::data::summarize_listops(examples);
+  cli::Flags flags("listops-gen", "Writes a synthetic ListOps data set in the Long Range Arena TSV layout.");
+  flags.add_int("seed", 0, "random seed", 0);
+  flags.add_int("count", 0, "number of examples", 1, data::kMaxDatasetTokens);
+  flags.add_int("min-len", 0, "shortest expression, in tokens", 1, 1 << 24);
+  flags.add_int("max-len", 0, "longest expression, in tokens (>= --min-len)", 1, 1 << 24);
+  flags.add_int("max-depth", 10, "nesting limit", 1, 1000);
+  flags.add_int("max-args", 10, "most arguments of an operator", 2, 1000);
+  flags.add("out", "", "the TSV to write (its folder is created; written to a temporary file, then renamed)");
+  for (const char* name : {"seed", "count", "min-len", "max-len", "out"}) flags.require(name);
+  return cli::run(flags, argc, argv, [&] {
+    data::ListOpsOptions options;
+    options.count = flags.get_int("count");
+    options.min_len = flags.get_int("min-len");
+    options.max_len = flags.get_int("max-len");
+    options.max_depth = static_cast<int>(flags.get_int("max-depth"));
+    options.max_args = static_cast<int>(flags.get_int("max-args"));
+    cli::usage_check(options.max_len >= options.min_len, "--max-len ", options.max_len, " is shorter than --min-len ",
+                     options.min_len);
+    const std::string out = flags.get("out");
+    cli::usage_check(!out.empty(), "--out is empty");
+    Generator generator(static_cast<uint64_t>(flags.get_int("seed")));
+    const auto examples = data::generate_listops_examples(generator, options);
+    data::write_listops_tsv(out, examples);
+    const auto summary = data::summarize_listops(examples);
     const int64_t largest = *std::max_element(summary.label_counts.begin(), summary.label_counts.end());
     const int64_t absent = std::count(summary.label_counts.begin(), summary.label_counts.end(), 0);
     const double largest_share = 100.0 * static_cast<double>(largest) / static_cast<double>(summary.count);
@@ -100,9 +50,6 @@ int main(int argc, char** argv) {
     if (largest_share > 40.0 || (summary.count >= 100 && absent > 0))
       std::fprintf(stderr, "listops-gen: warning: degenerate label distribution (largest class %.1f%%, %lld labels absent)\n",
                    largest_share, static_cast<long long>(absent));
-  } catch (const std::exception& error) {
-    std::fprintf(stderr, "listops-gen: %s\n", error.what());
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

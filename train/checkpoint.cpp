@@ -1,6 +1,7 @@
 #include "train/checkpoint.h"
 
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -11,30 +12,41 @@
 namespace hkt::models {
 namespace {
 
-// Version 2 adds the checksum; version 1 files (none) still load.
+// Written by hkt-train, so it must carry a checksum.
 constexpr const char* kFormat = "hkt-checkpoint-2";
-constexpr const char* kFormatWithoutChecksum = "hkt-checkpoint-1";
 
-// The file, once its checksum matches. Without a checksum field it is either
-// a version-1 checkpoint or a file damaged right there: anything but a valid
-// version-1 file is reported as corrupt.
-SafetensorsFile load_verified(const std::string& path) {
+// Whether the first 64 KiB (where __metadata__ is written) name kFormat.
+bool names_our_format(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::string head(1 << 16, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head.find(kFormat) != std::string::npos;
+}
+
+// The file, once its checksum matches (when it has one). A file that names
+// hkt-train's format but has no checksum lost it to damage.
+SafetensorsFile load_verified(const std::string& path, bool& has_checksum) {
   const std::string who = "checkpoint " + path;
-  const ChecksumStatus status = verify_safetensors_checksum(path, who);
+  has_checksum = verify_safetensors_checksum(path, who) == ChecksumStatus::Verified;
   SafetensorsFile file;
   try {
     file = load_safetensors(path);
   } catch (const Error& error) {
-    if (status == ChecksumStatus::Absent) fail(who, ": checksum mismatch (corrupt file): no checksum found; ", error.what());
+    // A byte flipped inside the checksum field hides it and may break the header too.
+    if (!has_checksum && names_our_format(path))
+      fail(who, ": checksum mismatch (corrupt file): no checksum found; ", error.what());
     throw;
   }
-  if (status == ChecksumStatus::Absent) {
-    auto format = file.metadata.find("format");
-    const std::string name = format == file.metadata.end() ? "" : format->second;
-    check(name == kFormatWithoutChecksum, who, ": checksum mismatch (corrupt file): no checksum in __metadata__ (format '",
-          name, "')");
-  }
+  auto format = file.metadata.find("format");
+  check(has_checksum || format == file.metadata.end() || format->second != kFormat, who,
+        ": checksum mismatch (corrupt file): format ", kFormat, " but no checksum in __metadata__");
   return file;
+}
+
+SafetensorsFile load_verified(const std::string& path) {
+  bool has_checksum = false;
+  return load_verified(path, has_checksum);
 }
 
 std::string describe_differences(const ModelConfig& stored, const ModelConfig& live) {
@@ -121,21 +133,27 @@ void save_checkpoint(const std::string& path, const Classifier& model, const Opt
 
 ModelConfig read_checkpoint_config(const std::string& path) { return config_of(load_verified(path), path); }
 
-int64_t load_checkpoint(const std::string& path, Classifier& model, Optimizer& optimizer) {
-  SafetensorsFile file = load_verified(path);
+namespace {
+
+// The step: metadata "step" (hkt-train's), else the optimizer's step count, else 0.
+int64_t step_of(const SafetensorsFile& file, const std::string& path) {
+  if (auto entry = file.metadata.find("step"); entry != file.metadata.end()) {
+    try {
+      return parse_json(entry->second).as_int();
+    } catch (const Error& error) {
+      fail("checkpoint ", path, ": bad step '", entry->second, "': ", error.what());
+    }
+  }
+  for (const auto& [name, value] : file.tensors)
+    if (name == "optim.step" && value.numel() == 1) return static_cast<int64_t>(value.to(DType::Float64).item());
+  return 0;
+}
+
+// Loads the parameters; returns the optim. tensors, for the caller to use or skip.
+NamedTensors load_parameters(const SafetensorsFile& file, const std::string& path, Classifier& model) {
   ModelConfig stored = config_of(file, path);
   if (!(stored == model.config()))
     fail("checkpoint ", path, ": its config does not match the model: ", describe_differences(stored, model.config()));
-  auto step_entry = file.metadata.find("step");
-  check(step_entry != file.metadata.end(), "checkpoint ", path, ": no \"step\" in __metadata__");
-  int64_t step = 0;
-  try {
-    step = parse_json(step_entry->second).as_int();
-  } catch (const Error& error) {
-    fail("checkpoint ", path, ": bad step '", step_entry->second, "': ", error.what());
-  }
-  check_training_state(file, optimizer, step, path);
-
   std::map<std::string, Tensor> by_name;
   NamedTensors optimizer_state;
   for (auto& [name, value] : file.tensors) {
@@ -155,12 +173,33 @@ int64_t load_checkpoint(const std::string& path, Classifier& model, Optimizer& o
   check(by_name.empty(), "checkpoint ", path, ": unexpected tensor '",
         by_name.empty() ? "" : by_name.begin()->first, "'");
   for (auto& [parameter, value] : assignments) assign_parameter(parameter, value);
+  return optimizer_state;
+}
+
+}  // namespace
+
+LoadedCheckpoint load_weights(const std::string& path, Classifier& model) {
+  LoadedCheckpoint loaded;
+  SafetensorsFile file = load_verified(path, loaded.checksum);
+  load_parameters(file, path, model);
+  loaded.step = step_of(file, path);
+  return loaded;
+}
+
+LoadedCheckpoint load_checkpoint(const std::string& path, Classifier& model, Optimizer& optimizer) {
+  LoadedCheckpoint loaded;
+  SafetensorsFile file = load_verified(path, loaded.checksum);
+  const NamedTensors optimizer_state = load_parameters(file, path, model);
+  loaded.step = step_of(file, path);
+  check_training_state(file, optimizer, loaded.step, path);
+  loaded.optimizer_state = !optimizer_state.empty();
+  if (!loaded.optimizer_state) return loaded;  // weights alone (e.g. from PyTorch): the optimizer starts fresh
   try {
     optimizer.load_state(optimizer_state);
   } catch (const Error& error) {
     fail("checkpoint ", path, ": ", error.what());
   }
-  return step;
+  return loaded;
 }
 
 }  // namespace hkt::models

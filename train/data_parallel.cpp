@@ -20,7 +20,7 @@ Evaluation evaluate_data_parallel(distributed::Communicator& comm, const Classif
     sums[2] += examples;
   }
   comm.all_reduce_sum(sums, 3);
-  check(sums[2] > 0, "evaluate: no examples");
+  check(sums[2] > 0, "no examples to evaluate");
   Evaluation result;
   result.examples = static_cast<int64_t>(sums[2]);
   result.loss = sums[0] / sums[2];

@@ -9,6 +9,23 @@
 
 namespace hkt::models {
 
+namespace {
+
+// A number; runs written before 0.4 hold it as a decimal string.
+uint64_t seed_from_json(const Json& seed) {
+  if (!seed.is_string()) {
+    const int64_t value = seed.as_int();
+    check(value >= 0 && value <= kMaxSeed, "seed ", value, " is outside 0..2^53");
+    return static_cast<uint64_t>(value);
+  }
+  const std::string& text = seed.as_string();
+  check(!text.empty() && text.find_first_not_of("0123456789") == std::string::npos && text.size() <= 19,
+        "seed must be a whole number, got \"", text, "\"");
+  return std::stoull(text);
+}
+
+}  // namespace
+
 Json options_to_json(const TrainOptions& o) {
   return Json::object({{"task", o.task},
                        {"data", o.data},
@@ -22,7 +39,7 @@ Json options_to_json(const TrainOptions& o) {
                        {"warmup", o.warmup},
                        {"weight_decay", o.weight_decay},
                        {"clip", o.clip},
-                       {"seed", std::to_string(o.seed)},  // as a string: JSON numbers are doubles
+                       {"seed", static_cast<int64_t>(o.seed)},  // at most 2^53 (--seed's range): exact as a JSON number
                        {"threads", o.threads},
                        {"device", o.device.str()},
                        {"log_every", o.log_every},
@@ -80,10 +97,7 @@ TrainOptions options_from_json(const Json& json) {
   o.warmup = json.at("warmup").as_int();
   o.weight_decay = json.at("weight_decay").as_number();
   o.clip = json.at("clip").as_number();
-  const std::string& seed = json.at("seed").as_string();
-  check(!seed.empty() && seed.find_first_not_of("0123456789") == std::string::npos && seed.size() <= 19,
-        "config: seed must be a decimal string, got \"", seed, "\"");
-  o.seed = std::stoull(seed);
+  o.seed = seed_from_json(json.at("seed"));
   const int64_t threads = json.at("threads").as_int();
   check(threads >= 0 && threads <= kMaxThreads, "threads must be between 0 and ", kMaxThreads, ", got ", threads);
   o.threads = static_cast<int>(threads);

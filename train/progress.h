@@ -1,6 +1,7 @@
 #pragma once
 // Training progress on stdout: a bar redrawn in place on a terminal (step
-// rate, loss, ETA), plain periodic lines when stdout is a file or a pipe.
+// rate, loss, ETA) that fits the terminal's width, plain periodic lines when
+// stdout is a file or a pipe.
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -25,5 +26,12 @@ class Progress {
 };
 
 std::string format_duration(double seconds);  // "1:02:03" or "02:03"
+
+// The terminal's width: TIOCGWINSZ on stdout, else $COLUMNS, else 80.
+int terminal_columns();
+// One redraw of the bar, at most columns - 1 characters (a full line wraps on
+// some terminals and leaves a stale line per redraw); the bar shrinks first.
+std::string fit_bar_line(int64_t epoch, int64_t step, int64_t total, double rate, double loss, double lr,
+                         const std::string& eta, int columns);
 
 }  // namespace hkt::models

@@ -35,14 +35,14 @@ std::string describe_holder(int fd) {
 RunLock::RunLock(const std::string& folder, const std::string& who) {
   const std::string path = (fs::path(folder) / ".lock").string();
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd_ < 0) fail(who, ": ", path, ": cannot open the run folder's lock: ", std::strerror(errno));
+  if (fd_ < 0) fail(who.empty() ? path : who + ": " + path, ": cannot open the run folder's lock: ", std::strerror(errno));
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;
     const std::string holder = error == EWOULDBLOCK ? describe_holder(fd_) : "";
     ::close(fd_);
     fd_ = -1;
-    if (error != EWOULDBLOCK) fail(who, ": ", path, ": cannot lock the run folder: ", std::strerror(error));
-    fail(who, ": ", folder, " is in use by ", holder, "; wait for it to end or stop it, or choose another --out");
+    if (error != EWOULDBLOCK) fail(who.empty() ? path : who + ": " + path, ": cannot lock the run folder: ", std::strerror(error));
+    fail(who.empty() ? folder : who + ": " + folder, " is in use by ", holder, "; wait for it to end or stop it, or choose another --out");
   }
   // For the message of the next one to come; the lock itself is the flock.
   const std::string pid = std::to_string(::getpid()) + "\n";

@@ -17,6 +17,7 @@
 #include "engine/autograd.h"
 #include "engine/device_choice.h"
 #include "engine/threads.h"
+#include "engine/version.h"
 #include "io/files.h"
 #include "io/json.h"
 #include "nn/optim.h"
@@ -39,18 +40,21 @@ namespace fs = std::filesystem;
 
 // Keeps the metrics lines up to `step` (a resumed run rewrites what follows),
 // replacing the file atomically: a crash during the resume keeps the old lines.
+// The test line goes too: the run writes it again when it ends, so resuming
+// a finished run does not log its test twice.
 void truncate_metrics(const std::string& path, int64_t step) {
   if (!fs::exists(path)) return;
-  std::istringstream in(io::read_file_bytes(path, "train"));
+  std::istringstream in(io::read_file_bytes(path, ""));
   std::string line, kept;
   while (std::getline(in, line)) {
     try {
-      if (parse_json(line).at("step").as_int() <= step) kept += line + "\n";
+      const Json fields = parse_json(line);
+      if (fields.at("step").as_int() <= step && fields.at("type").as_string() != "test") kept += line + "\n";
     } catch (const Error&) {
       break;  // a line cut short by a crash ends the usable log
     }
   }
-  io::write_file_atomic(path, kept, "train");
+  io::write_file_atomic(path, kept, "");
 }
 
 std::string format_evaluation(const char* split, int64_t step, const Evaluation& e) {
@@ -102,12 +106,12 @@ void claim_folder(Run& run) {
   const TrainOptions& options = run.options;
   std::error_code error;
   fs::create_directories(options.out, error);
-  if (error) fail("train: cannot create the output folder ", options.out, ": ", error.message());
-  run.lock = std::make_unique<RunLock>(options.out, "train");
+  if (error) fail(options.out, ": cannot create the output folder, ": ", error.message());
+  run.lock = std::make_unique<RunLock>(options.out, "");
   if (options.resume) return;
   const std::string existing = run_files_in(options.out);
   if (existing.empty()) return;
-  check(options.overwrite, "train: ", options.out, " already holds a run (", existing, "); continue it with --resume ",
+  check(options.overwrite, options.out, " already holds a run (", existing, "); continue it with --resume ",
         options.out, ", choose another --out, or pass --overwrite to replace it");
   if (fs::is_regular_file(run.checkpoint)) fs::remove(run.checkpoint);  // not to be resumed with the new config
 }
@@ -132,7 +136,7 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
   try {
     validate_options(options);
   } catch (const Error& error) {
-    fail("train: ", error.what());
+    fail(error.what());
   }
   distributed::Communicator& comm = distributed::world();
   comm.set_timeout(options.collective_timeout);
@@ -151,15 +155,15 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
   config.max_len = train.seq_len;
   config.validate();
   check_model_size(config, options.batch, options.max_params,
-                   options.resume ? "train: " + (fs::path(options.out) / "config.json").string()
-                                  : std::string("train: the options"));
+                   options.resume ? (fs::path(options.out) / "config.json").string()
+                                  : std::string("the options"));
   dispatch::require_device(options.device);  // before any output is written
 
   run->steps_per_epoch = std::max<int64_t>(1, train.count / options.batch);
   if (options.steps > 0) run->total = options.steps;
-  else check(!__builtin_mul_overflow(options.epochs, run->steps_per_epoch, &run->total), "train: --epochs ",
+  else check(!__builtin_mul_overflow(options.epochs, run->steps_per_epoch, &run->total), "--epochs ",
              options.epochs, " of ", run->steps_per_epoch, " steps each is more steps than fit in 64 bits");
-  check(run->total >= 1, "train: nothing to do (0 steps)");
+  check(run->total >= 1, "nothing to do (0 steps)");
   run->eval_every = options.eval_every > 0 ? options.eval_every : run->steps_per_epoch;
   run->checkpoint_every = options.checkpoint_every > 0 ? options.checkpoint_every : run->eval_every;
   run->schedule = {options.lr, options.warmup >= 0 ? options.warmup : run->total / 10, run->total, 0.0};
@@ -172,12 +176,20 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
   run->optimizer = std::make_unique<AdamW>(
       model.named_parameters(),
       AdamWOptions{.lr = options.lr, .beta1 = 0.9, .beta2 = 0.98, .eps = 1e-8, .weight_decay = options.weight_decay});
+  std::string resume_note;
   if (options.resume) {
-    check(fs::exists(run->checkpoint), "train: --resume: no checkpoint at ", run->checkpoint);
-    run->step = load_checkpoint(run->checkpoint, model, *run->optimizer);
-    check(run->step <= run->total, "train: checkpoint ", run->checkpoint, ": step ", run->step,
+    check(fs::exists(run->checkpoint), run->checkpoint, ": no such file (nothing to resume)");
+    const LoadedCheckpoint loaded = load_checkpoint(run->checkpoint, model, *run->optimizer);
+    run->step = loaded.step;
+    check(run->step <= run->total, "checkpoint ", run->checkpoint, ": step ", run->step,
           " is past the run's last step, ", run->total);
     run->checkpoint_step = run->step;
+    if (!loaded.checksum) resume_note += "\nnote: " + run->checkpoint + " has no checksum: not written by hkt-train";
+    if (!loaded.optimizer_state)
+      resume_note += "\nnote: " + run->checkpoint + " holds no optimizer state: AdamW starts fresh at step " +
+                     std::to_string(run->step);
+    if (run->step == run->total)
+      resume_note += "\nnote: the run already finished its " + std::to_string(run->total) + " steps";
     if (run->lead) {
       truncate_metrics(run->metrics_path, run->step);
       if (fs::exists(run->best_checkpoint)) restore_best(*run);
@@ -192,14 +204,16 @@ std::unique_ptr<Run> set_up(const TrainOptions& options) {
     options_json.set("model", config_to_json(config));
     // Absolute: --resume from another working folder must read the same data.
     if (!options.data.empty()) options_json.set("data", fs::absolute(options.data).lexically_normal().string());
-    io::write_file_atomic((fs::path(options.out) / "config.json").string(), to_json(options_json) + "\n", "train");
-    run->metrics = std::make_unique<io::AppendFile>(run->metrics_path, "train", /*truncate=*/!options.resume);
+    options_json.set("version", version());
+    io::write_file_atomic((fs::path(options.out) / "config.json").string(), to_json(options_json) + "\n", "");
+    run->metrics = std::make_unique<io::AppendFile>(run->metrics_path, "", /*truncate=*/!options.resume);
   }
-  std::printf("%s: %s, %lld parameters, %lld train / %lld val examples, T = %lld, %lld steps (%lld per epoch)%s\n",
-              options.task.c_str(), config.attention.c_str(), (long long)model.parameter_count(),
+  std::printf("hkt %s: %s: %s, %lld parameters, %lld train / %lld val examples, T = %lld, %lld steps (%lld per "
+              "epoch)%s%s\n",
+              version(), options.task.c_str(), config.attention.c_str(), (long long)model.parameter_count(),
               (long long)train.count, (long long)run->task.val.count, (long long)config.max_len, (long long)run->total,
               (long long)run->steps_per_epoch,
-              run->step > 0 ? (", resuming at step " + std::to_string(run->step)).c_str() : "");
+              run->step > 0 ? (", resuming at step " + std::to_string(run->step)).c_str() : "", resume_note.c_str());
   if (model.parameters().front().device().type == DeviceType::CPU) {
     const BlasInfo blas = blas_info();
     std::printf("cpu: %d threads, attention on the %s path, GEMMs on the micro-kernel and %s (kernels %s)\n",
@@ -233,7 +247,7 @@ void write_or_stop(const Run& run, Write&& write) {
 // written passed the checks of save_finite_checkpoint).
 [[noreturn]] void diverged(const Run& run, int64_t step, const std::string& what) {
   std::ostringstream message;
-  message << "train: the run diverged at step " << step << ": " << what << "; ";
+  message << "the run diverged at step " << step << ": " << what << "; ";
   if (std::isnan(run.last_finite_loss)) message << "no earlier step of this session had a finite loss; ";
   else message << "the last finite loss was " << run.last_finite_loss << " at step " << run.last_finite_step << "; ";
   message << kept_checkpoint(run)
@@ -286,7 +300,7 @@ void log_metrics(Run& run, const Json& line) {
 }
 
 struct StepResult {
-  int64_t epoch;
+  int64_t epoch;  // counted from 1, on the console and in metrics.jsonl alike
   double loss, lr, grad_norm, step_ms, allreduce_ms;
 };
 
@@ -311,7 +325,7 @@ StepResult take_step(Run& run) {
   }
 
   const auto start = std::chrono::steady_clock::now();
-  StepResult result{epoch, 0, run.schedule.at(step), 0, 0, 0};
+  StepResult result{epoch + 1, 0, run.schedule.at(step), 0, 0, 0};
   run.optimizer->set_lr(result.lr);
   run.optimizer->zero_grad();
   // This rank's share of the global mean loss (shard mean × shard share).
@@ -352,7 +366,7 @@ void log_step(Run& run, const StepResult& result, Progress& progress) {
     if (run.comm.size() > 1) line.set("allreduce_ms", result.allreduce_ms);
     log_metrics(run, line);
   }
-  progress.update(step, result.epoch + 1, result.loss, result.lr);
+  progress.update(step, result.epoch, result.loss, result.lr);
 }
 
 Evaluation evaluate_split(Run& run, const data::Dataset& split) {
@@ -405,7 +419,7 @@ int agreed_stop_signal(Run& run) {
 void evaluate_test(Run& run) {
   run.comm.barrier();
   int64_t best_step = run.step;
-  if (fs::exists(run.best_checkpoint)) best_step = load_checkpoint(run.best_checkpoint, *run.model, *run.optimizer);
+  if (fs::exists(run.best_checkpoint)) best_step = load_checkpoint(run.best_checkpoint, *run.model, *run.optimizer).step;
   Evaluation test = evaluate_split(run, run.task.test);
   if (run.lead)
     log_metrics(run, Json::object({{"type", "test"}, {"step", run.step}, {"best_step", best_step},
@@ -430,7 +444,7 @@ Evaluation train(const TrainOptions& options) {
     if (signal != 0) {
       progress.finish();
       throw Interrupted(signal, run->step,
-                        std::string("train: stopped by ") + signal_name(signal) + " after step " +
+                        std::string("stopped by ") + signal_name(signal) + " after step " +
                             std::to_string(run->step) + "; its checkpoint and metrics are written (" +
                             run->checkpoint + "); continue with --resume " + options.out);
     }

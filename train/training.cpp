@@ -9,6 +9,7 @@
 #include "data/listops.h"
 #include "engine/autograd.h"
 #include "engine/device_choice.h"
+#include "io/files.h"
 #include "io/json.h"
 #include "ops/loss.h"
 
@@ -22,7 +23,7 @@ constexpr uint64_t kHoldOutStream = 0xDA7A;  // epochs use streams 0, 1, 2, ...
 // Holds `count` shuffled examples of train out as the validation set (IMDB's
 // files come sorted by class, so the held-out part must not be the tail).
 std::pair<data::Dataset, data::Dataset> hold_out(const data::Dataset& train, int64_t count, uint64_t seed) {
-  check(count > 0 && count < train.count, "train: cannot hold out ", count, " validation examples of ", train.count);
+  check(count > 0 && count < train.count, "cannot hold out ", count, " validation examples of ", train.count);
   std::vector<int64_t> order = shuffled_order(train.count, seed, kHoldOutStream);
   std::vector<int64_t> kept(order.begin(), order.end() - count), held(order.end() - count, order.end());
   return {data::subset(train, kept), data::subset(train, held)};
@@ -40,11 +41,21 @@ std::vector<int64_t> shuffled_order(int64_t n, uint64_t seed, uint64_t stream) {
   return order;
 }
 
+TrainOptions read_run_options(const std::string& folder) {
+  const std::string path = in_folder(folder, "config.json");
+  check(fs::exists(path), path, ": no such file (not a run folder?)");
+  try {
+    return options_from_json(parse_json(io::read_file_bytes(path, "")));
+  } catch (const Error& error) {
+    fail(path, ": ", error.what());
+  }
+}
+
 TaskData load_task(const TrainOptions& options) {
   TaskData task;
   const std::string& folder = options.data;
   if (options.task == "listops") {
-    check(!folder.empty(), "train: --data FOLDER is required for listops (train.tsv, val.tsv, optional test.tsv; "
+    check(!folder.empty(), "--data FOLDER is required for listops (train.tsv, val.tsv, optional test.tsv; "
                            "make them with listops-gen)");
     task.train = data::load_listops(in_folder(folder, "train.tsv"), options.seq_len);
     task.val = data::load_listops(in_folder(folder, "val.tsv"), options.seq_len);
@@ -54,15 +65,15 @@ TaskData load_task(const TrainOptions& options) {
     task.train = data::load_fashion_mnist(where, true);
     task.test = data::load_fashion_mnist(where, false);
   } else if (options.task == "imdb") {
-    check(!folder.empty(), "train: --data FOLDER (the aclImdb folder) is required for imdb");
+    check(!folder.empty(), "--data FOLDER (the aclImdb folder) is required for imdb");
     task.train = data::load_imdb(folder, true, options.seq_len);
     task.test = data::load_imdb(folder, false, options.seq_len);
   } else if (options.task == "cifar10") {
-    check(!folder.empty(), "train: --data FOLDER (with data_batch_*.bin) is required for cifar10");
+    check(!folder.empty(), "--data FOLDER (with data_batch_*.bin) is required for cifar10");
     task.train = data::load_cifar10(folder, true, data::CifarPixels::Grey);
     task.test = data::load_cifar10(folder, false, data::CifarPixels::Grey);
   } else {
-    fail("train: unknown task '", options.task, "' (listops, fmnist, imdb or cifar10)");
+    fail("unknown task '", options.task, "' (listops, fmnist, imdb or cifar10)");
   }
   if (options.train_limit > 0 && options.train_limit < task.train.count)
     task.train = data::split_off(task.train, task.train.count - options.train_limit).first;
@@ -102,7 +113,7 @@ Evaluation evaluate(const Classifier& model, const data::Dataset& data, int64_t 
     }
     result.examples += static_cast<int64_t>(indices.size());
   }
-  check(result.examples > 0, "evaluate: no examples");
+  check(result.examples > 0, "no examples to evaluate");
   result.loss = loss_sum / static_cast<double>(result.examples);
   result.accuracy = static_cast<double>(correct) / static_cast<double>(result.examples);
   return result;

@@ -58,6 +58,10 @@ struct TrainOptions {
 // validate_options refuses.
 Json options_to_json(const TrainOptions& options);
 TrainOptions options_from_json(const Json& json);
+// DIR/config.json of a run folder; errors name the file.
+TrainOptions read_run_options(const std::string& folder);
+// The largest seed: config.json holds it as a JSON number (a double).
+inline constexpr int64_t kMaxSeed = int64_t{1} << 53;
 
 // The ranges every option must lie in, wherever it came from (command line,
 // a run's config.json, a caller of train()): throws hkt::Error naming the

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <map>
 #include <sstream>
 
@@ -21,22 +20,6 @@
 namespace hkt::bench {
 
 namespace {
-
-[[noreturn]] void step_usage(const std::string& problem) {
-  std::cerr << "hkt-bench step: " << problem << "\n"
-            << "usage: hkt-bench step [--model mha|hkt|both] [--batch 32] [--seq-len 512] [--d-model 64]\n"
-            << "                      [--layers 2] [--heads 4] [--d-ff 128] [--levels 3] [--steps 10]\n"
-            << "                      [--warmup 2] [--threads N] [--profile] [--down-pointwise]\n";
-  std::exit(2);
-}
-
-int64_t step_int(const std::string& flag, const std::string& text, int64_t min_value) {
-  char* end = nullptr;
-  const long long value = std::strtoll(text.c_str(), &end, 10);
-  if (end == text.c_str() || *end != '\0' || value < min_value)
-    step_usage(flag + " needs an integer ≥ " + std::to_string(min_value) + ", got '" + text + "'");
-  return value;
-}
 
 models::ModelConfig model_config(const StepOptions& o, const std::string& model) {
   models::ModelConfig config;
@@ -102,51 +85,38 @@ double process_cpu_ms() {
 
 }  // namespace
 
-StepOptions parse_step_options(const std::vector<std::string>& args) {
+void declare_step_flags(cli::Flags& flags) {
+  flags.add_choice("model", "both", {"mha", "hkt", "both"}, "the models to time");
+  flags.add_int("batch", 32, "batch size", 1, 1 << 20);
+  flags.add_int("seq-len", 512, "sequence length T", 1, 1 << 24);
+  flags.add_int("d-model", 64, "model width d", 1, 1 << 16);
+  flags.add_int("layers", 2, "number of blocks", 1, 1024);
+  flags.add_int("heads", 4, "attention heads H", 1, 1024);
+  flags.add_int("d-ff", 128, "feed-forward width", 1, 1 << 20);
+  flags.add_int("levels", 3, "HKT levels L", 1, 32);
+  flags.add_int("steps", 10, "timed steps", 1, 1'000'000);
+  flags.add_int("warmup", 2, "untimed steps first", 0, 1'000'000);
+  flags.add_int("threads", 0, "CPU threads (0: OMP_NUM_THREADS or all cores)", 0, cli::kThreadsMax);
+  flags.add_switch("profile", "time per kernel, forward and backward apart (engine/profiler.h)");
+  flags.add_switch("down-pointwise", "HKT with SPEC section 2's pointwise projection (hkt-train's default)");
+}
+
+StepOptions step_options(const cli::Flags& flags) {
   StepOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& flag = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) step_usage(flag + " needs a value");
-      return args[++i];
-    };
-    if (flag == "--model") {
-      const std::string name = value();
-      if (name == "both")
-        o.models = {"mha", "hkt"};
-      else if (name == "mha" || name == "hkt")
-        o.models = {name};
-      else
-        step_usage("--model must be mha, hkt or both, got '" + name + "'");
-    } else if (flag == "--batch")
-      o.batch = step_int(flag, value(), 1);
-    else if (flag == "--seq-len")
-      o.seq_len = step_int(flag, value(), 1);
-    else if (flag == "--d-model")
-      o.d_model = step_int(flag, value(), 1);
-    else if (flag == "--layers")
-      o.layers = step_int(flag, value(), 1);
-    else if (flag == "--heads")
-      o.heads = step_int(flag, value(), 1);
-    else if (flag == "--d-ff")
-      o.d_ff = step_int(flag, value(), 1);
-    else if (flag == "--levels")
-      o.levels = step_int(flag, value(), 1);
-    else if (flag == "--steps")
-      o.steps = static_cast<int>(step_int(flag, value(), 1));
-    else if (flag == "--warmup")
-      o.warmup = static_cast<int>(step_int(flag, value(), 0));
-    else if (flag == "--threads")
-      o.threads = static_cast<int>(step_int(flag, value(), 0));
-    else if (flag == "--profile")
-      o.profile = true;
-    else if (flag == "--down-pointwise")
-      o.down_pointwise = true;
-    else if (flag == "--help" || flag == "-h")
-      step_usage("the training step benchmark");
-    else
-      step_usage("unknown argument " + flag);
-  }
+  const std::string model = flags.get("model");
+  o.models = model == "both" ? std::vector<std::string>{"mha", "hkt"} : std::vector<std::string>{model};
+  o.batch = flags.get_int("batch");
+  o.seq_len = flags.get_int("seq-len");
+  o.d_model = flags.get_int("d-model");
+  o.layers = flags.get_int("layers");
+  o.heads = flags.get_int("heads");
+  o.d_ff = flags.get_int("d-ff");
+  o.levels = flags.get_int("levels");
+  o.steps = static_cast<int>(flags.get_int("steps"));
+  o.warmup = static_cast<int>(flags.get_int("warmup"));
+  o.threads = static_cast<int>(flags.get_int("threads"));
+  o.profile = flags.get_bool("profile");
+  o.down_pointwise = flags.get_bool("down-pointwise");
   return o;
 }
 

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "io/cli.h"
+
 namespace hkt::bench {
 
 struct StepOptions {
@@ -25,8 +27,9 @@ struct StepOptions {
   bool profile = false, down_pointwise = false;  // HKT's pointwise downsampling projection (SPEC section 2)
 };
 
-// Parses `step`'s flags (after the word "step"); exits 2 with a message on a bad one.
-StepOptions parse_step_options(const std::vector<std::string>& args);
+// `step`'s flags, and the options they give.
+void declare_step_flags(cli::Flags& flags);
+StepOptions step_options(const cli::Flags& flags);
 // Runs every model in a child process (this program again with --step-child)
 // and prints one JSON line each, then a table. Returns the exit code.
 int run_step_bench(const StepOptions& options, char** argv, double peak_gflops);

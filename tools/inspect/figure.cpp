@@ -41,7 +41,7 @@ ImageFormat image_format(const std::string& path, const std::string& who) {
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (extension == ".png") return ImageFormat::Png;
   if (extension == ".svg") return ImageFormat::Svg;
-  fail(who, ": ", path, ": the image format comes from the extension, .png or .svg");
+  fail(who.empty() ? path : who + ": " + path, ": the image format comes from the extension, .png or .svg");
 }
 
 Figure::Figure(double width, double height, ImageFormat format) : width_(width), height_(height), format_(format) {
@@ -124,7 +124,7 @@ const std::string& Figure::encode() {
 }
 
 void Figure::save(const std::string& path, const std::string& who) {
-  check(image_format(path, who) == format_, who, ": ", path, ": the figure was drawn as ",
+  check(image_format(path, who) == format_, who.empty() ? path : who + ": " + path, ": the figure was drawn as ",
         format_ == ImageFormat::Svg ? "SVG" : "PNG");
   io::write_file_atomic(path, encode(), who);
 }

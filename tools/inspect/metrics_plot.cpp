@@ -31,19 +31,19 @@ RunCurves parse_metrics(std::string_view text, const std::string& path, const st
       if (type == "train") curves.loss.emplace_back(number(record, "step"), number(record, "loss"));
       else if (type == "eval") curves.val_accuracy.emplace_back(number(record, "step"), number(record, "val_accuracy"));
     } catch (const JsonParseError& error) {
-      if (complete) fail("hkt-plot: ", path, " line ", line_number, ": ", error.what());
+      if (complete) fail(path, ": line ", line_number, ": ", error.what());
       // else: the run was cut off while writing its last line; what came before is drawn.
     } catch (const Error& error) {
-      fail("hkt-plot: ", path, " line ", line_number, ": ", error.what());
+      fail(path, ": line ", line_number, ": ", error.what());
     }
   }
-  check(!curves.loss.empty() || !curves.val_accuracy.empty(), "hkt-plot: ", path, " has no train or eval lines");
+  check(!curves.loss.empty() || !curves.val_accuracy.empty(), path, ": no train or eval lines");
   return curves;
 }
 
 RunCurves read_metrics(const std::string& folder, const std::string& label) {
   const std::string path = (std::filesystem::path(folder) / "metrics.jsonl").string();
-  return parse_metrics(io::read_file_bytes(path, "hkt-plot"), path, label);
+  return parse_metrics(io::read_file_bytes(path, ""), path, label);
 }
 
 Series smooth(const Series& series, double weight) {
@@ -203,7 +203,7 @@ double draw_legend(Figure& figure, const std::vector<RunCurves>& runs, double to
 }  // namespace
 
 std::unique_ptr<Figure> plot_runs(const std::vector<RunCurves>& runs, const PlotOptions& options, ImageFormat format) {
-  check(!runs.empty(), "hkt-plot: no runs to plot");
+  check(!runs.empty(), "no runs to plot");
   double legend_height;
   {
     Figure measure(PlotLayout::kWidth, PlotLayout::kHeight);

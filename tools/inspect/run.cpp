@@ -6,8 +6,6 @@
 
 #include "data/listops.h"
 #include "hkt.h"
-#include "io/files.h"
-#include "io/json.h"
 #include "train/checkpoint.h"
 
 namespace hkt::inspect {
@@ -15,29 +13,23 @@ namespace hkt::inspect {
 LoadedRun load_run(const std::string& folder, const std::string& checkpoint) {
   namespace fs = std::filesystem;
   LoadedRun run;
-  const std::string config_path = (fs::path(folder) / "config.json").string();
-  try {
-    run.options = models::options_from_json(parse_json(io::read_file_bytes(config_path, "hkt-inspect")));
-  } catch (const Error& error) {
-    fail("hkt-inspect: run ", folder, ": ", error.what());
-  }
+  run.options = models::read_run_options(folder);
   run.checkpoint = checkpoint.empty() ? (fs::path(folder) / "checkpoint.safetensors").string() : checkpoint;
   models::ModelConfig config = models::read_checkpoint_config(run.checkpoint);
   run.model = std::make_unique<models::Classifier>(config, 0);
   run.model->set_fused_attention(run.options.fused_attention);
-  // load_checkpoint restores the optimizer too; its state is not inspected.
-  AdamW optimizer(run.model->named_parameters(), {});
-  run.step = models::load_checkpoint(run.checkpoint, *run.model, optimizer);
+  const models::LoadedCheckpoint loaded = models::load_weights(run.checkpoint, *run.model);
+  run.step = loaded.step;
+  run.checksum = loaded.checksum;
   return run;
 }
 
 data::Batch load_batch(const models::TrainOptions& options, const std::string& split, int64_t offset, int64_t count) {
-  check(split == "train" || split == "val" || split == "test", "hkt-inspect: --split must be train, val or test, got '",
-        split, "'");
-  check(count >= 1 && offset >= 0, "hkt-inspect: need --batch >= 1 and --offset >= 0, got ", count, " and ", offset);
+  check(split == "train" || split == "val" || split == "test", "--split must be train, val or test, got '", split, "'");
+  check(count >= 1 && offset >= 0, "need --batch >= 1 and --offset >= 0, got ", count, " and ", offset);
   models::TaskData task = models::load_task(options);
   const data::Dataset& set = split == "train" ? task.train : split == "val" ? task.val : task.test;
-  check(offset + count <= set.count, "hkt-inspect: the ", split, " split has ", set.count, " examples; --offset ",
+  check(offset + count <= set.count, "the ", split, " split has ", set.count, " examples; --offset ",
         offset, " --batch ", count, " does not fit");
   std::vector<int64_t> indices(static_cast<size_t>(count));
   std::iota(indices.begin(), indices.end(), offset);

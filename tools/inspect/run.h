@@ -16,6 +16,7 @@ struct LoadedRun {
   std::unique_ptr<models::Classifier> model;
   std::string checkpoint;        // the file the parameters came from
   int64_t step = 0;              // the checkpoint's step
+  bool checksum = false;         // false: the checkpoint has none (not written by hkt-train)
 };
 
 // Loads DIR/config.json and `checkpoint` (default DIR/checkpoint.safetensors);

@@ -1,0 +1,7 @@
+#include "engine/version.h"
+
+namespace hkt {
+
+const char* version() { return HKT_VERSION; }  // set by CMakeLists.txt from project(VERSION)
+
+}  // namespace hkt
