@@ -292,7 +292,7 @@ TEST_CASE("load_listops: structurally malformed expressions are errors naming th
     // The bad expression is on line 3 (line 2 is a good one).
     std::string expected = message;
     expected.replace(expected.find("line 2"), 6, "line 3");
-    REQUIRE_THROWS_WITH(load_listops(path, 16), Catch::Contains("load_listops: " + path + ": " + expected));
+    REQUIRE_THROWS_WITH(load_listops(path, 16), Catch::Contains(path + ": " + expected));
   }
   // LRA's parenthesised form still loads.
   const std::string good = dir.write("good.tsv", "Source\tTarget\n( ( [MAX 2 ) 9 ] )\t9\n");

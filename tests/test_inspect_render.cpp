@@ -177,7 +177,7 @@ TEST_CASE("heat map and plot PNGs decode with the expected sizes") {
   const std::string first = "{\"type\":\"train\",\"step\":1,\"loss\":2}\n";
   CHECK(parse_metrics(first + "{\"type\":\"tr", "m.jsonl", "x").loss.size() == 1);
   CHECK_THROWS_WITH(parse_metrics(first + "{\"type\":\"tr\n" + first, "m.jsonl", "x"),
-                    Catch::Contains("m.jsonl line 2: json: byte 11"));
+                    Catch::Contains("m.jsonl: line 2: json: byte 11"));
   CHECK_THROWS_WITH(parse_metrics("\n \n", "m.jsonl", "x"), Catch::Contains("no train or eval lines"));
 }
 

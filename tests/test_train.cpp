@@ -324,5 +324,5 @@ TEST_CASE("hkt-train --down-pointwise: true by default for HKT, false for MHA, a
   REQUIRE(run_tool(common + "--model mha --out " + (dir.path() / "mha").string(), log) == 0);
   CHECK_FALSE(stored("mha"));
   CHECK(run_tool(common + "--down-pointwise yes --out " + (dir.path() / "bad").string(), log) == 2);
-  CHECK(read_text(log).find("hkt-train: --down-pointwise must be true or false, got 'yes'") != std::string::npos);
+  CHECK(read_text(log).find("hkt-train: --down-pointwise must be one of true | false, got 'yes'") != std::string::npos);
 }

@@ -96,6 +96,7 @@ TEST_CASE("a resumed run selects the same best step and test score as a straight
   // A fresh run in the same folder forgets the old best.
   TrainOptions again = selecting_run(dir.path(), dir.path() / "resumed");
   again.steps = 2;
+  again.overwrite = true;  // a fresh run into a folder that holds one must say so
   train(again);
   REQUIRE(lines_of(dir.path() / "resumed" / "metrics.jsonl", "test").size() == 1);
   CHECK(lines_of(dir.path() / "resumed" / "metrics.jsonl", "test")[0].at("best_step").as_int() == 2);

@@ -106,7 +106,7 @@ void claim_folder(Run& run) {
   const TrainOptions& options = run.options;
   std::error_code error;
   fs::create_directories(options.out, error);
-  if (error) fail(options.out, ": cannot create the output folder, ": ", error.message());
+  if (error) fail(options.out, ": cannot create the output folder: ", error.message());
   run.lock = std::make_unique<RunLock>(options.out, "");
   if (options.resume) return;
   const std::string existing = run_files_in(options.out);
