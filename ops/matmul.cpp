@@ -97,6 +97,16 @@ void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
     }
 }
 
+// rows × n values of c, each row set to bias (or to 0 without one): where a
+// product is then added (beta = 1), or where there is none (an empty sum).
+template <class T>
+void fill_rows(T* c, int64_t rows, int64_t n, const T* bias) {
+  for (int64_t row = 0; row < rows; ++row) {
+    if (bias) std::copy(bias, bias + n, c + row * n);
+    else std::fill(c + row * n, c + (row + 1) * n, T(0));
+  }
+}
+
 void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, GemmDims d,
               const attention_cpu::Path& path) {
   // A weight's gradient, Σ_i a[i]ᵀ b[i] over contiguous batch items, is one
@@ -122,17 +132,16 @@ void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, Ge
     const float* rows_b = d.trans_b ? packed.data() : b;
     const float* a = pa + i * d.stride_a;
     float* c = pc + i * d.stride_c;
-    const bool accumulate = (d.stride_c == 0 && i > 0) || bias;
+    const bool summing = d.stride_c == 0 && i > 0;  // add to the sum of the items before
     if (split_depth(m, k)) {
-      gemm_split_depth(m, n, k, a, a_row, a_col, rows_b, bias, c, d.stride_c == 0 && i > 0, path);
+      gemm_split_depth(m, n, k, a, a_row, a_col, rows_b, bias, c, summing, path);
       continue;
     }
 #pragma omp parallel for schedule(static) if (m * n * k > 8 * HKT_OMP_MIN_WORK && blocks > 1)
     for (int64_t block = 0; block < blocks; ++block) {
       const int64_t m0 = block * kRows, rows = std::min(kRows, m - m0);
-      if (bias)
-        for (int64_t row = m0; row < m0 + rows; ++row) std::copy(bias, bias + n, c + row * n);
-      path.gemm(rows, n, k, a + m0 * a_row, a_row, a_col, rows_b, n, c + m0 * n, n, 1.0f, accumulate);
+      if (bias) fill_rows(c + m0 * n, rows, n, bias);
+      path.gemm(rows, n, k, a + m0 * a_row, a_row, a_col, rows_b, n, c + m0 * n, n, 1.0f, summing || bias);
     }
   }
 }
@@ -148,8 +157,7 @@ void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, c
     const T* pbias = bias.defined() ? static_cast<const T*>(bias.raw_data()) : nullptr;
     if (c.numel() == 0) return;
     if (d.k == 0 || d.batch == 0) {  // an empty sum; BLAS may leave c untouched
-      for (int64_t row = 0; row < c.numel() / d.n; ++row)
-        for (int64_t col = 0; col < d.n; ++col) pc[row * d.n + col] = pbias ? pbias[col] : T(0);
+      fill_rows(pc, c.numel() / d.n, d.n, pbias);
       return;
     }
     if constexpr (std::is_same_v<T, float>) {
@@ -163,8 +171,7 @@ void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, c
     const int m = blas_int(d.m), n = blas_int(d.n), k = blas_int(d.k);
     // Row-major storage: a is [M, K] or, transposed, [K, M]; b is [K, N] or [N, K].
     const int lda = d.trans_a ? m : k, ldb = d.trans_b ? k : n;
-    if (pbias)  // BLAS adds to c with beta = 1
-      for (int64_t row = 0; row < d.batch * d.m; ++row) std::copy(pbias, pbias + d.n, pc + row * d.n);
+    if (pbias) fill_rows(pc, d.batch * d.m, d.n, pbias);  // BLAS adds to c with beta = 1
     for (int64_t i = 0; i < d.batch; ++i) {
       const T beta = (d.stride_c == 0 && i > 0) || pbias ? T(1) : T(0);
       blas_gemm(d.trans_a ? CblasTrans : CblasNoTrans, d.trans_b ? CblasTrans : CblasNoTrans, m, n, k,
