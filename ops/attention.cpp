@@ -5,6 +5,8 @@
 // The forward walks tiles of queries × keys with an online softmax and saves
 // only out [B, H, T, dh] and the row log-sum-exp lse [B, H, T]; the backward
 // recomputes P = exp(S − lse) tile by tile. Nothing T × T is ever allocated.
+// (The CPU kernels keep lse in base 2, ops/attention_cpu.h; only their own
+// backward reads it.)
 #include "ops/attention.h"
 
 #include <atomic>
@@ -87,7 +89,7 @@ attention_cpu::ForwardArgs<T> forward_args(const Tensor& q, const Tensor& k, con
   args.keys = {k.data<T>()};
   args.values = v.data<T>();
   args.out = out.data<T>();
-  args.log_sum_exp = log_sum_exp.data<T>();
+  args.log2_sum_exp = log_sum_exp.data<T>();
   return args;
 }
 

@@ -19,7 +19,7 @@ namespace hkt::attention_cpu {
 // output and gradient tensors are contiguous [B, H, rows, dh], or with
 // heads_interleaved [B, rows, H, dh] (FlashAttention's layout: a linear
 // layer's output reshaped, so the op needs no permute copies); head_offset
-// and row_stride locate a head's rows in either. log_sum_exp is [B, H, T].
+// and row_stride locate a head's rows in either.
 struct Problem {
   int64_t batch = 0, heads = 0, length = 0, head_dim = 0;
   bool causal = false;
@@ -43,12 +43,15 @@ struct ForwardArgs {
   const T* values = nullptr;            // [B, H, T, dh]
   const T* level_weights = nullptr;     // λ [H, L]; MHA: null (λ = 1)
   T* out = nullptr;                     // [B, H, T, dh]
-  T* log_sum_exp = nullptr;             // [B, H, T]
+  // [B, H, T]: the softmax's row statistic in base 2, log2 Σ_j 2^(S_ij · log2 e)
+  // = lse · log2 e. The CPU kernels' softmax runs on exp2 (one reduction step
+  // fewer than exp); only their own backward reads it.
+  T* log2_sum_exp = nullptr;
 };
 
 template <class T>
 struct BackwardArgs {
-  ForwardArgs<T> forward;  // out and log_sum_exp as the forward wrote them
+  ForwardArgs<T> forward;  // out and log2_sum_exp as the forward wrote them
   const T* grad_out = nullptr;
   std::vector<T*> grad_queries, grad_keys;  // per level, every element written
   T* grad_values = nullptr;
@@ -57,7 +60,8 @@ struct BackwardArgs {
 
 // One instruction set's kernels. width: floats per vector; the kernels take
 // head widths that are multiples of it. gemm and exp are the building blocks,
-// exported for tests/test_attention_cpu.cpp to check against plain loops:
+// exported for tests/test_attention_cpu.cpp to check against plain loops
+// (and exp, exp2 against std::exp, std::exp2):
 //   gemm: C[rows, cols] (= or +=) alpha · A · B, A(m, k) = a[m · a_row + k · a_col], cols % width == 0.
 struct Path {
   const char* name;
@@ -67,6 +71,7 @@ struct Path {
   void (*gemm)(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_row, int64_t a_col,
                const float* b, int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate);
   void (*exp)(const float* in, float* out, int64_t count);
+  void (*exp2)(const float* in, float* out, int64_t count);  // the softmax's (base 2)
   // Runs `iterations` rounds of register-only FMAs on this thread; returns the FLOPs done (hkt-bench's peak).
   double (*fma_loop)(int64_t iterations);
   // The vector math other ops borrow (ops/elementwise.cpp, float32): GELU

@@ -12,6 +12,9 @@
 // level-1 row (the maps nest), and that sum is added to S₀ inside the online
 // softmax's first pass. O += P·V is another GEMM.
 //
+// The softmax runs in base 2 (scores scaled by log2 e, exp2, lse kept as
+// log2_sum_exp), which is the same P for a cheaper exponential.
+//
 // Backward: S recomputed the same way, P = exp(S − lse), dP = dO·Vᵀ,
 // dS = P ⊙ (dP − D) per tile; then dV += Pᵀ·dO, dK₀ += λ₀ dSᵀ·Q₀/√dh,
 // dQ₀ += λ₀ dS·K₀/√dh, and for l ≥ 1 the tile's dS pooled onto coarse rows
@@ -47,6 +50,10 @@ struct Buffer {
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
 };
+
+// The softmax runs in base 2 (exp2_mantissa): scores scaled by log2 e.
+template <class T>
+constexpr T kLog2e = T(1.44269504088896340735992468100189214);
 
 inline int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
 inline int64_t key_limit(int64_t i, int64_t valid, bool causal) { return causal ? std::min(valid, i + 1) : valid; }
@@ -104,7 +111,12 @@ struct Workspace {
   const Problem& p;
   const int64_t dh, rs, np, ld;  // head width; the tensors' row stride (Problem::row_stride); tile columns
                                  // padded to W; coarse row stride (np + W: the permutes read 2W)
-  Buffer<T> values_t, product, coarse, combined, scores, grads, acc, pooled, level_grad, row_max, row_sum, delta;
+  Buffer<T> values_t, product, coarse, combined, scores, grads, acc, pooled, level_grad, delta;
+  // The forward's online-softmax state per query row of the task (rounded up
+  // to W rows: the rescale runs over rows as vectors): the running maximum,
+  // the next tile's maximum, the rescale factor, and the running sum as W
+  // lanes per row (reduced once per task).
+  Buffer<T> row_max, next_max, correction, row_sums;
   KeyTileStore<T> own_keys;  // the backward's current key tile
   KeyTile<T> keys;
   Buffer<QueryGeometry> query_rows;
@@ -128,9 +140,11 @@ struct Workspace {
         acc(backward ? 0 : problem.tile * problem.head_dim),
         pooled(backward ? (problem.tile + 1) * np : 0),
         level_grad(backward ? (problem.tile + 1) * np : 0),
-        row_max(problem.tile),
-        row_sum(problem.tile),
         delta(backward ? problem.length : 0),
+        row_max(backward ? 0 : round_up(problem.tile, S::W)),
+        next_max(backward ? 0 : round_up(problem.tile, S::W)),
+        correction(backward ? 0 : round_up(problem.tile, S::W)),
+        row_sums(backward ? 0 : problem.tile * S::W),
         own_keys(backward ? 1 : 0, problem.levels, problem.head_dim, np, S::W),
         keys(own_keys.at(0)),
         query_rows(problem.levels),
@@ -283,63 +297,95 @@ void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
 
 // ---- forward -------------------------------------------------------------------
 
+// The online softmax's step for one key tile (FlashAttention-2):
+//   m' = max(m, max_c s_c),  l' = l·e^(m−m') + Σ_c e^(s_c−m'),  O' = O·e^(m−m') (+ P·V, by the caller);
+// the scores become P = e^(s − m'), 0 past the row's last key. A row's step
+// is a chain of latencies (a horizontal maximum feeds its exponentials), so
+// it runs in passes over all the tile's rows, which leaves the core
+// independent rows to overlap: the maxima, then the rescale factors as
+// vectors over rows, then the exponentials. l stays W lanes per row, reduced
+// once at the end of the task.
+template <class S>
+void softmax_tile(Workspace<S>& w, int64_t i0, int64_t rows, int64_t j0, int64_t j1) {
+  using T = typename S::T;
+  using V = typename S::V;
+  const Problem& p = w.p;
+  const int64_t np = w.np, dh = w.dh;
+  constexpr T inf = std::numeric_limits<T>::infinity();
+  auto key_count = [&](int64_t r) { return std::min(key_limit(i0 + r, w.valid, p.causal), j1) - j0; };
+  for (int64_t r = 0; r < rows; ++r) {
+    T* s = w.scores.data + r * np;
+    const int64_t count = key_count(r);
+    if (count <= 0) {  // no key of this tile for the row: nothing changes
+      w.next_max.data[r] = w.row_max.data[r];
+      continue;
+    }
+    if (const T* coarse = w.coarse_scores(i0, r))
+      for (int64_t c = 0; c < np; c += S::W) S::store(s + c, S::add(S::load(s + c), S::load(coarse + c)));
+    V tile_max = S::set1(-inf);
+    for (int64_t c = 0; c < count; c += S::W) tile_max = S::max(tile_max, S::keep_first(S::load(s + c), count - c, -inf));
+    w.next_max.data[r] = std::max(w.row_max.data[r], S::reduce_max(tile_max));
+  }
+  // e^(m − m'): 1 where the maximum stays (also at −inf, before any finite
+  // score), 0 on the first tile (m = −inf). The clamp to the lowest finite
+  // value keeps −inf − (−inf) from becoming NaN.
+  const V lowest = S::set1(std::numeric_limits<T>::lowest());
+  for (int64_t r = 0; r < rows; r += S::W) {
+    const V next = S::load(w.next_max.data + r);
+    const V old = S::max(S::load(w.row_max.data + r), lowest);
+    S::store(w.correction.data + r, S::exp2(S::sub(old, S::max(next, lowest))));
+    S::store(w.row_max.data + r, next);
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    T* s = w.scores.data + r * np;
+    const int64_t count = key_count(r);
+    const V correction = S::set1(w.correction.data[r]);
+    T* o = w.acc.data + r * dh;
+    for (int64_t d = 0; d < dh; d += S::W) S::store(o + d, S::mul(correction, S::load(o + d)));
+    T* sums = w.row_sums.data + r * S::W;
+    if (count <= 0) {
+      std::fill(s, s + np, T(0));
+      continue;
+    }
+    const V shift = S::set1(w.row_max.data[r]);
+    V total = S::mul(correction, S::load(sums));
+#pragma GCC unroll 4
+    for (int64_t c = 0; c < np; c += S::W) {
+      const V e = S::keep_first(S::exp2(S::sub(S::load(s + c), shift)), count - c, T(0));
+      S::store(s + c, e);
+      total = S::add(total, e);
+    }
+    S::store(sums, total);
+  }
+}
+
 template <class S>
 void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, const KeyTileStore<typename S::T>& keys,
                   int64_t head_index, int64_t i0) {
   using T = typename S::T;
   using V = typename S::V;
   const Problem& p = w.p;
-  const int64_t dh = w.dh, np = w.np, i1 = std::min(p.length, i0 + p.tile), rows = i1 - i0;
+  const int64_t dh = w.dh, i1 = std::min(p.length, i0 + p.tile), rows = i1 - i0;
   const T scale = T(1) / std::sqrt(T(dh));
   w.bind_head(args, head_index);
   std::fill(w.acc.data, w.acc.data + rows * dh, T(0));
-  std::fill(w.row_max.data, w.row_max.data + rows, -std::numeric_limits<T>::infinity());
-  std::fill(w.row_sum.data, w.row_sum.data + rows, T(0));
+  std::fill(w.row_max.data, w.row_max.data + round_up(rows, S::W), -std::numeric_limits<T>::infinity());
+  std::fill(w.row_sums.data, w.row_sums.data + rows * S::W, T(0));
   const int64_t key_end = key_limit(i1 - 1, w.valid, p.causal);
   for (int64_t j0 = 0; j0 < key_end; j0 += p.tile) {
     const int64_t j1 = std::min(key_end, j0 + p.tile);
     w.keys = keys.at(j0 / p.tile);
-    fused_scores(w, i0, i1, scale);
-    // Online softmax: m' = max(m, max_c s_c), l' = l·e^(m−m') + Σ e^(s−m'), O' = O·e^(m−m') + P·V.
-    for (int64_t r = 0; r < rows; ++r) {
-      T* s = w.scores.data + r * np;
-      const int64_t count = std::min(key_limit(i0 + r, w.valid, p.causal), j1) - j0;
-      if (count <= 0) {
-        std::fill(s, s + np, T(0));
-        continue;
-      }
-      V tile_max = S::set1(-std::numeric_limits<T>::infinity());
-      if (const T* coarse = w.coarse_scores(i0, r))
-        for (int64_t c = 0; c < np; c += S::W) S::store(s + c, S::add(S::load(s + c), S::load(coarse + c)));
-      for (int64_t c = 0; c < count; c += S::W)
-        tile_max = S::max(tile_max, S::keep_first(S::load(s + c), count - c, -std::numeric_limits<T>::infinity()));
-      const T new_max = std::max(w.row_max.data[r], S::reduce_max(tile_max));
-      const T old_max = w.row_max.data[r];  // −inf on the first tile: correction 0
-      const T correction = old_max == new_max ? T(1) : old_max == -std::numeric_limits<T>::infinity() ? T(0)
-                                                                                                       : std::exp(old_max - new_max);
-      if (correction != T(1)) {
-        w.row_sum.data[r] *= correction;
-        T* o = w.acc.data + r * dh;
-        for (int64_t d = 0; d < dh; d += S::W) S::store(o + d, S::mul(S::set1(correction), S::load(o + d)));
-      }
-      w.row_max.data[r] = new_max;
-      const V shift = S::set1(new_max);
-      V total = S::zero();
-      for (int64_t c = 0; c < np; c += S::W) {
-        const V e = S::keep_first(S::exp(S::sub(S::load(s + c), shift)), count - c, T(0));
-        S::store(s + c, e);
-        total = S::add(total, e);
-      }
-      w.row_sum.data[r] += S::reduce_add(total);
-    }
-    gemm<S>(rows, dh, j1 - j0, {w.scores.data, np, 1}, w.v + j0 * w.rs, w.rs, w.acc.data, dh, T(1), true);
+    fused_scores(w, i0, i1, scale * kLog2e<T>);
+    softmax_tile(w, i0, rows, j0, j1);
+    gemm<S>(rows, dh, j1 - j0, {w.scores.data, w.np, 1}, w.v + j0 * w.rs, w.rs, w.acc.data, dh, T(1), true);
   }
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = i0 + r;
-    const V inverse = S::set1(T(1) / w.row_sum.data[r]);
+    const T row_sum = S::reduce_add(S::load(w.row_sums.data + r * S::W));
+    const V inverse = S::set1(T(1) / row_sum);
     T* out = args.out + p.head_offset(head_index, p.length) + i * w.rs;
     for (int64_t d = 0; d < dh; d += S::W) S::store(out + d, S::mul(inverse, S::load(w.acc.data + r * dh + d)));
-    args.log_sum_exp[head_index * p.length + i] = w.row_max.data[r] + std::log(w.row_sum.data[r]);
+    args.log2_sum_exp[head_index * p.length + i] = w.row_max.data[r] + std::log2(row_sum);
   }
 }
 
@@ -482,8 +528,8 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   const T scale = T(1) / std::sqrt(T(dh));
   const bool multiscale = args.forward.level_weights != nullptr;
   const T* grad_out = args.grad_out + p.head_offset(head_index, p.length);
-  const T* lse = args.forward.log_sum_exp + head_index * p.length;
-  fused_scores(w, i0, i1, scale);
+  const T* lse = args.forward.log2_sum_exp + head_index * p.length;
+  fused_scores(w, i0, i1, scale * kLog2e<T>);
   gemm<S>(rows, np, dh, {grad_out + i0 * rs, rs, 1}, w.values_t.data, np, w.grads.data, np, T(1), false);
   // scores → P = exp(S − lse), 0 at masked keys; grads: dP → dS = P ⊙ (dP − D).
   for (int64_t r = 0; r < rows; ++r) {
@@ -495,7 +541,7 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
     const T* coarse = w.coarse_scores(i0, r);
     for (int64_t c = 0; c < np; c += S::W) {
       const V score = coarse ? S::add(S::load(s + c), S::load(coarse + c)) : S::load(s + c);
-      const V prob = S::keep_first(S::exp(S::sub(score, shift)), count - c, T(0));
+      const V prob = S::keep_first(S::exp2(S::sub(score, shift)), count - c, T(0));
       S::store(s + c, prob);
       S::store(ds + c, S::mul(prob, S::sub(S::load(ds + c), delta)));
     }
@@ -641,11 +687,11 @@ void gemm_entry(int64_t rows, int64_t cols, int64_t depth, const float* a, int64
   gemm<S>(rows, cols, depth, {a, a_row, a_col}, b, ldb, c, ldc, alpha, accumulate);
 }
 
-template <class S>
-void exp_entry(const float* in, float* out, int64_t count) {
+template <class S, typename S::V (*F)(typename S::V)>
+void vector_map_entry(const float* in, float* out, int64_t count) {
   int64_t i = 0;
-  for (; i + S::W <= count; i += S::W) S::store(out + i, S::exp(S::load(in + i)));
-  for (; i < count; ++i) out[i] = S::reduce_add(S::keep_first(S::exp(S::set1(in[i])), 1, 0.0f));
+  for (; i + S::W <= count; i += S::W) S::store(out + i, F(S::load(in + i)));
+  for (; i < count; ++i) out[i] = S::reduce_add(S::keep_first(F(S::set1(in[i])), 1, 0.0f));
 }
 
 // ---- GELU (the vector math the elementwise ops borrow) ----------------------------
@@ -724,8 +770,10 @@ double fma_loop(int64_t iterations) {
 
 template <class S>
 constexpr Path make_path() {
-  return Path{S::name,     S::W,          &forward<S>,    &backward<S>,           &gemm_entry<S>,
-              &exp_entry<S>, &fma_loop<S>, &gelu_entry<S>, &gelu_backward_entry<S>};
+  return Path{S::name,        S::W,           &forward<S>,
+              &backward<S>,   &gemm_entry<S>, &vector_map_entry<S, &S::exp>,
+              &vector_map_entry<S, &S::exp2>, &fma_loop<S>, &gelu_entry<S>,
+              &gelu_backward_entry<S>};
 }
 
 }  // namespace

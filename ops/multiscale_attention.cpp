@@ -61,7 +61,7 @@ attention_cpu::ForwardArgs<T> forward_args(const std::vector<Tensor>& queries, c
   args.values = v.data<T>();
   args.level_weights = level_weights.data<T>();
   args.out = out.data<T>();
-  args.log_sum_exp = log_sum_exp.data<T>();
+  args.log2_sum_exp = log_sum_exp.data<T>();
   return args;
 }
 

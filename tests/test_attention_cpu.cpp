@@ -2,7 +2,8 @@
 // and this CPU runs — "avx512", "avx2" and always "plain" — is checked here,
 // so each stays tested on any machine (a path the CPU lacks is reported and
 // skipped). The building blocks against plain loops: the micro-kernel GEMM on
-// odd sizes in both operand orientations, the vectorised exp against std::exp.
+// odd sizes in both operand orientations, the vectorised exp and exp2 against
+// std::exp and std::exp2.
 // Then both fused ops in float32 on each path against the float64 composed
 // references, at the head widths the SIMD paths serve, and bitwise
 // independence of the thread count.
@@ -117,6 +118,46 @@ TEST_CASE("the vectorised exp matches std::exp over the range the kernels use, a
       if (std::isnan(edge[i]))
         CHECK(std::isnan(edge_out[i]));
       else if (edge[i] >= -89.0f)  // below FLT_MIN: 0 for the SIMD paths, a subnormal from std::exp
+        CHECK(edge_out[i] < std::numeric_limits<float>::min());
+      else
+        CHECK(edge_out[i] == 0.0f);
+    }
+  }
+}
+
+TEST_CASE("the softmax's vectorised exp2 matches std::exp2, is exactly 1 at 0, and underflows to exactly 0") {
+  for (const auto* path : paths_under_test()) {
+    INFO(path->name);
+    // Base-2 scores minus the row maximum (≤ 0), and slightly above 0 (rounding in the backward's S − lse).
+    std::vector<float> inputs;
+    for (float x = -125.9f; x <= 14.0f; x += 0.01057f) inputs.push_back(x);
+    for (float x : {-0.0f, 1e-30f, -1e-30f, 0.5f, -0.5f, 0.49999997f, -0.50000006f, 1.0f, -1.0f, -126.0f})
+      inputs.push_back(x);
+    std::vector<float> outputs(inputs.size());
+    path->exp2(inputs.data(), outputs.data(), static_cast<int64_t>(inputs.size()));
+    double worst = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const double exact = std::exp2(double(inputs[i]));
+      worst = std::max(worst, std::abs(double(outputs[i]) - exact) / exact);
+    }
+    std::cout << path->name << " exp2: worst relative error " << worst << " over [-126, 14]\n";
+    CHECK(worst <= 2e-7);  // ≤ 2 ulp of float (measured 1.0e-7 for the polynomial alone)
+    const float zero = 0.0f;
+    float one = -1.0f;
+    path->exp2(&zero, &one, 1);
+    CHECK(one == 1.0f);  // P = 1 exactly at a row's maximum
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> edge{-inf, -1e30f, -1000.0f, -127.5f, -126.5f, std::nanf(""), -inf, -inf, -inf, -inf,
+                            -inf, -inf, -inf, -inf, -inf, -inf, -inf, 200.0f};
+    std::vector<float> edge_out(edge.size());
+    path->exp2(edge.data(), edge_out.data(), static_cast<int64_t>(edge.size()));
+    for (size_t i = 0; i < edge.size(); ++i) {
+      INFO("input " << edge[i]);
+      if (std::isnan(edge[i]))
+        CHECK(std::isnan(edge_out[i]));
+      else if (edge[i] > 0)  // beyond float: 2^127 or more
+        CHECK(edge_out[i] >= 0x1p127f);  // inf, or 2^127 where the AVX2 path clamps
+      else if (edge[i] >= -150.0f)  // below FLT_MIN: 0 for the SIMD paths, a subnormal from std::exp2
         CHECK(edge_out[i] < std::numeric_limits<float>::min());
       else
         CHECK(edge_out[i] == 0.0f);
