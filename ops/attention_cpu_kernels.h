@@ -8,7 +8,7 @@
 // its key map) and keeps them while it works on that head. For each key tile: level 0's scores S₀ = λ₀ q kᵀ/√dh and each
 // coarse level's tile C_l = q_l k_lᵀ/√dh are register-blocked GEMMs; coarse
 // tiles are causally masked in coarse space (column b > row a is 0), expanded
-// to fine key columns with one permute per vector and summed once per
+// to fine key columns with one load and permute per vector and summed once per
 // level-1 row (the maps nest), and that sum is added to S₀ inside the online
 // softmax's first pass. O += P·V is another GEMM.
 //
@@ -110,7 +110,7 @@ struct Workspace {
   using T = typename S::T;
   const Problem& p;
   const int64_t dh, rs, np, ld;  // head width; the tensors' row stride (Problem::row_stride); tile columns
-                                 // padded to W; coarse row stride (np + W: the permutes read 2W)
+                                 // padded to W; coarse row stride (np + W: expand reads W past a column < np)
   Buffer<T> values_t, product, coarse, combined, scores, grads, acc, pooled, level_grad, delta;
   // The forward's online-softmax state per query row of the task (rounded up
   // to W rows: the rescale runs over rows as vectors): the running maximum,
@@ -122,6 +122,8 @@ struct Workspace {
   Buffer<QueryGeometry> query_rows;
   Buffer<const T*> q, k;
   Buffer<T> weight;
+  Buffer<const T*> level_sources;  // combine_levels: [level-1 row][coarse level] the coarse row a term reads
+  Buffer<T> zero_row;              // ... where the term is not allowed (ld zeros)
   const T* v = nullptr;
   int64_t valid = 0;
 
@@ -150,7 +152,9 @@ struct Workspace {
         query_rows(problem.levels),
         q(problem.levels),
         k(problem.levels),
-        weight(problem.levels) {}
+        weight(problem.levels),
+        level_sources((problem.tile + 1) * problem.levels),
+        zero_row(np + S::W) {}
 
   const T* level_keys(int64_t l) const { return keys.keys_t + l * dh * np; }
   T* level_coarse(int64_t l) { return coarse.data + l * (p.tile + 1) * ld; }
@@ -203,8 +207,9 @@ void pack_transposed(const T* rows, int64_t count, int64_t dh, int64_t stride, i
 // Each level's coarse keys for fine keys [j0, j1) of one head (keys[l]:
 // level l's rows), packed transposed, and the key map: fine column c of the
 // tile reads coarse column column[c]; a vector of W fine columns starting at
-// c0 = v·W reads its coarse values from the 2W that start at window_base[v]
-// (a multiple of W), permuted by window_index[c0 …].
+// c0 = v·W reads its coarse values from the W that start at window_base[v]
+// (its first column: W fine columns span at most W coarse ones), permuted by
+// window_index[c0 …].
 template <class S>
 void load_keys(const Problem& p, const typename S::T* const* keys, int64_t np, int64_t j0, int64_t j1,
                const KeyTile<typename S::T>& out) {
@@ -220,7 +225,7 @@ void load_keys(const Problem& p, const typename S::T* const* keys, int64_t np, i
     int32_t* column = out.column + l * np;
     for (int64_t c = 0; c < np; ++c) column[c] = static_cast<int32_t>(std::min((j0 + c) / block - t.col0, t.cols - 1));
     for (int64_t v = 0; v < np / S::W; ++v) {
-      const int32_t base = column[v * S::W] / S::W * S::W;  // aligned: the window is within [base, base + 2W)
+      const int32_t base = column[v * S::W];
       out.window_base[l * (np / S::W) + v] = base;
       for (int64_t lane = 0; lane < S::W; ++lane)
         out.window_index[l * np + v * S::W + lane] = column[v * S::W + lane] - base;
@@ -267,30 +272,43 @@ void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) 
 // so a fine row's scores are S₀[r, ·] + combined[q_1(i0 + r), ·]: the passes
 // that read S anyway (the softmax, P = exp(S − lse)) add it there, and the
 // permutes run once per level-1 row instead of once per fine row and level.
+// Each output vector sums its levels in a register and is stored once.
 template <class S>
 void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
   using T = typename S::T;
   using V = typename S::V;
   const Problem& p = w.p;
   if (p.levels < 2) return;
-  const int64_t np = w.np, vectors = np / S::W;
+  const int64_t np = w.np, vectors = np / S::W, coarse_levels = p.levels - 1;
   const QueryGeometry& first = w.query_rows.data[1];
+  // Per level-1 row a and coarse level, the coarse row its term reads (a
+  // row of zeros where the term is not allowed yet, causal): looked up once,
+  // so that the vector loop below has no chain of dependent loads.
+  const T** sources = w.level_sources.data;
   int64_t r = 0;
   for (int64_t a = 0; a < first.rows; ++a) {
     while (r < rows && w.query_index(1, i0 + r) < first.row0 + a) ++r;  // a fine row of level-1 row a
-    T* out = w.combined.data + a * np;
-    for (int64_t v = 0; v < vectors; ++v) S::store(out + v * S::W, S::zero());
     for (int64_t l = 1; l < p.levels; ++l) {
       const QueryGeometry& g = w.query_rows.data[l];
       const int64_t row = w.query_index(l, i0 + r);
-      if (g.rows <= 0 || row < 0) continue;
-      const T* coarse_row = w.level_coarse(l) + (row - g.row0) * w.ld;
-      const int32_t* base = w.keys.window_base + l * vectors;
-      const int32_t* index = w.keys.window_index + l * np;
+      sources[a * coarse_levels + l - 1] =
+          g.rows <= 0 || row < 0 ? w.zero_row.data : w.level_coarse(l) + (row - g.row0) * w.ld;
+    }
+  }
+  for (int64_t v = 0; v < vectors; ++v) {
+    for (int64_t l = 1; l < p.levels; ++l) {
+      const int32_t base = w.keys.window_base[l * vectors + v];
+      const auto index = S::load_index(w.keys.window_index + l * np + v * S::W);
       const V lambda = S::set1(w.weight.data[l]);
-      for (int64_t v = 0; v < vectors; ++v)
-        S::store(out + v * S::W, S::fmadd(lambda, S::permute(coarse_row + base[v], S::load_index(index + v * S::W)),
-                                          S::load(out + v * S::W)));
+      T* out = w.combined.data + v * S::W;
+      const T* const* row_sources = sources + l - 1;
+      if (l == 1)
+        for (int64_t a = 0; a < first.rows; ++a)
+          S::store(out + a * np, S::mul(lambda, S::expand(row_sources[a * coarse_levels] + base, index)));
+      else
+        for (int64_t a = 0; a < first.rows; ++a)
+          S::store(out + a * np, S::fmadd(lambda, S::expand(row_sources[a * coarse_levels] + base, index),
+                                          S::load(out + a * np)));
     }
   }
 }

@@ -18,9 +18,8 @@
 //                                below 2^−126, NaN kept; +inf is not handled (see exp2_mantissa)
 //   keep_first(v, n, fill)       lanes ≥ n replaced by fill
 //   reduce_add, reduce_max       over the W lanes
-//   load_index, permute(base, i) lane t = base[i[t]], 0 ≤ i[t] < 2W, base aligned to W values:
-//                                two aligned loads, so a tile just stored is read back
-//                                without a store-forwarding stall
+//   load_index, expand(base, i)  lane t = base[i[t]], 0 ≤ i[t] < W: one unaligned load and
+//                                a one-source permute (nearest upsampling of a coarse row)
 //   pair_sum(a, b)               lane t = x[2t] + x[2t + 1] of the 2W values x = (a, b)
 //   div, abs, select_nonnegative(x, a, b)   x ≥ 0 ? a : b per lane (NaN: b)
 #include <cmath>
@@ -60,7 +59,7 @@ struct Scalar {
   static T reduce_add(V v) { return v; }
   static T reduce_max(V v) { return v; }
   static Index load_index(const int32_t* p) { return *p; }
-  static V permute(const T* base, Index index) { return base[index]; }
+  static V expand(const T* base, Index index) { return base[index]; }
   static V pair_sum(V a, V b) { return a + b; }
   static V div(V a, V b) { return a / b; }
   static V abs(V v) { return std::abs(v); }
@@ -161,11 +160,7 @@ struct Avx2 {
     return _mm_cvtss_f32(s);
   }
   static Index load_index(const int32_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
-  static V permute(const T* base, Index index) {
-    const V low = _mm256_permutevar8x32_ps(_mm256_load_ps(base), index);
-    const V high = _mm256_permutevar8x32_ps(_mm256_load_ps(base + W), index);
-    return _mm256_blendv_ps(low, high, _mm256_castsi256_ps(_mm256_cmpgt_epi32(index, _mm256_set1_epi32(W - 1))));
-  }
+  static V expand(const T* base, Index index) { return _mm256_permutevar8x32_ps(_mm256_loadu_ps(base), index); }
   static V pair_sum(V a, V b) {  // hadd interleaves 128-bit halves: (a01 a23 b01 b23 | a45 a67 b45 b67)
     const __m256d sums = _mm256_castps_pd(_mm256_hadd_ps(a, b));
     return _mm256_castpd_ps(_mm256_permute4x64_pd(sums, 0xD8));
@@ -222,9 +217,7 @@ struct Avx512 {
   static T reduce_add(V v) { return _mm512_reduce_add_ps(v); }
   static T reduce_max(V v) { return _mm512_reduce_max_ps(v); }
   static Index load_index(const int32_t* p) { return _mm512_loadu_si512(p); }
-  static V permute(const T* base, Index index) {
-    return _mm512_permutex2var_ps(_mm512_load_ps(base), index, _mm512_load_ps(base + W));
-  }
+  static V expand(const T* base, Index index) { return _mm512_permutexvar_ps(index, _mm512_loadu_ps(base)); }
   static V pair_sum(V a, V b) {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
