@@ -111,7 +111,7 @@ struct Workspace {
   const Problem& p;
   const int64_t dh, rs, np, ld;  // head width; the tensors' row stride (Problem::row_stride); tile columns
                                  // padded to W; coarse row stride (np + W: expand reads W past a column < np)
-  Buffer<T> values_t, product, coarse, combined, scores, grads, acc, pooled, level_grad, delta;
+  Buffer<T> values_t, product, coarse, combined, scores, grads, acc, pooled, level_sums, level_grad, delta;
   // The forward's online-softmax state per query row of the task (rounded up
   // to W rows: the rescale runs over rows as vectors): the running maximum,
   // the next tile's maximum, the rescale factor, and the running sum as W
@@ -141,6 +141,7 @@ struct Workspace {
         grads(backward ? problem.tile * np : 0),
         acc(backward ? 0 : problem.tile * problem.head_dim),
         pooled(backward ? (problem.tile + 1) * np : 0),
+        level_sums(backward ? 2 * (problem.tile + 1) * np : 0),  // U_l and U_{l−1} (pool_level)
         level_grad(backward ? (problem.tile + 1) * np : 0),
         delta(backward ? problem.length : 0),
         row_max(backward ? 0 : round_up(problem.tile, S::W)),
@@ -447,66 +448,81 @@ struct GradientTargets {
   int64_t shared_stride;  // of queries[l] and keys[l ≥ 1]: the tensors' with one key chunk, dh in a chunk's buffer
 };
 
-// Pools dS of the tile onto level l's coarse tile: P_l[a, b] = Σ dS[i, j] over
-// fine rows i of coarse row a and fine keys j < j1 of coarse column b, 0 where
-// the term is not allowed. Both maps are monotone, so each coarse row and
-// column is a contiguous run of fine ones, summed in registers.
+// Pools the tile's dS onto level l's coarse tile, from level l − 1's sums
+// (dS itself for l = 1): the maps nest, q_l = parent(q_{l−1}) and
+// k_l = ⌊k_{l−1} / s⌋, so U_l[a, b] = Σ dS[i, j] over fine rows i of coarse
+// row a and fine keys j of coarse column b is a sum of U_{l−1}'s entries, and
+// level 2 reads a quarter of what level 1 read. U_l is the unmasked sum
+// (level l + 1 pools it); P_l, the gradient the GEMMs read, is U_l with the
+// causally disallowed entries (column b > row a) zeroed. Both maps are
+// monotone, so each coarse row and column is a contiguous run of finer ones.
 template <class S>
-void pool_level(Workspace<S>& w, int64_t l, int64_t i0, int64_t rows, int64_t key_count) {
+void pool_level(Workspace<S>& w, int64_t l, int64_t i0, int64_t rows, const typename S::T* source, typename S::T* sums) {
   using T = typename S::T;
   const KeyGeometry& t = w.keys.geometry[l];
+  const KeyGeometry& finer = w.keys.geometry[l - 1];
   const QueryGeometry& g = w.query_rows.data[l];
-  const int64_t np = w.np;
-  T* pooled_rows = w.pooled.data;
-  T* pooled = w.level_grad.data;
+  const int64_t np = w.np, finer_row0 = l == 1 ? i0 : w.query_rows.data[l - 1].row0;
+  const int64_t finer_padded = l == 1 ? np : finer.padded;
+  T* row_sums = w.pooled.data;
+  // Rows: coarse row a sums the run of finer rows its fine rows map to,
+  // in registers (fine rows before the first complete block map to −1).
+  auto finer_row = [&](int64_t r) { return l == 1 ? i0 + r : w.query_index(l - 1, i0 + r); };
   int64_t r = 0;
-  while (r < rows && w.query_index(l, i0 + r) < 0) ++r;  // causally, rows before the first complete block
   for (int64_t a = 0; a < g.rows; ++a) {
-    const int64_t begin = r;
+    while (r < rows && w.query_index(l, i0 + r) < g.row0 + a) ++r;
+    const int64_t begin = finer_row(r);
     while (r < rows && w.query_index(l, i0 + r) == g.row0 + a) ++r;
-    T* target = pooled_rows + a * np;
-    for (int64_t c = 0; c < np; c += S::W) {
-      auto total = S::zero();
-      for (int64_t i = begin; i < r; ++i) total = S::add(total, S::load(w.grads.data + i * np + c));
-      S::store(target + c, total);
+    const int64_t end = finer_row(r - 1) + 1;
+    const T* in = source + (begin - finer_row0) * np;
+    T* out = row_sums + a * np;
+    for (int64_t c = 0; c < finer_padded; c += S::W) {
+      auto total = S::load(in + c);
+      for (int64_t f = 1; f < end - begin; ++f) total = S::add(total, S::load(in + f * np + c));
+      S::store(out + c, total);
     }
   }
-  const int32_t* column = w.keys.column + l * np;
-  const int64_t block = w.p.level_block[l];
-  const bool power_of_two = (block & (block - 1)) == 0 && (w.p.tile & (w.p.tile - 1)) == 0;
+  // Columns: with stride 2 and the finer tile starting at an even column,
+  // finer columns 2b and 2b + 1 make column b (vector pair sums); otherwise
+  // the key map, one value at a time. Finer columns past the valid keys are
+  // 0 (dS = 0 there), so they add nothing.
+  const int64_t finer_col0 = l == 1 ? w.keys.geometry[0].col0 : finer.col0;
+  const int64_t stride = w.p.stride;
+  const bool pairs = stride == 2 && finer_col0 % 2 == 0;
   for (int64_t a = 0; a < g.rows; ++a) {
-    T* source = pooled_rows + a * np;
-    T* target = pooled + a * np;
-    if (power_of_two) {
-      // Key tiles start at multiples of the tile, so fine column c pools into
-      // c / s^l: halve the row log2(s^l) times with vector pair sums. Columns
-      // past the valid keys hold dS = 0, so they add nothing.
-      int64_t count = np;
-      for (int64_t b = block; b > 1; b /= 2) {
-        if (count >= 2 * S::W) {
-          for (int64_t v = 0; v < count / (2 * S::W); ++v)
-            S::store(source + v * S::W,
-                     S::pair_sum(S::load(source + 2 * v * S::W), S::load(source + (2 * v + 1) * S::W)));
-        } else {
-          S::store(source, S::pair_sum(S::load(source), S::zero()));
-        }
-        count = std::max<int64_t>(1, count / 2);
-      }
-      std::copy(source, source + t.cols, target);
+    const T* in = row_sums + a * np;
+    T* out = sums + a * np;
+    if (pairs) {
+      // Finer column c maps to c / 2, and finer columns past the finer tile's
+      // are 0, so lanes past t.cols come out 0 as well (U_l keeps that too).
+      for (int64_t c = 0; c / 2 < t.padded; c += 2 * S::W)
+        S::store(out + c / 2, S::pair_sum(c < finer_padded ? S::load(in + c) : S::zero(),
+                                          c + S::W < finer_padded ? S::load(in + c + S::W) : S::zero()));
     } else {
-      int64_t c = 0;
-      for (int64_t b = 0; b < t.cols; ++b) {
-        T total = 0;
-        for (; c < key_count && column[c] == b; ++c) total += source[c];
-        target[b] = total;
+      std::fill(out, out + t.padded, T(0));
+      for (int64_t c = 0; c < finer_padded; ++c) {
+        const int64_t b = (finer_col0 + c) / stride - t.col0;
+        if (b < t.cols) out[b] += in[c];
       }
-    }
-    std::fill(target + t.cols, target + t.padded, T(0));
-    if (w.p.causal) {
-      const int64_t first_masked = std::clamp<int64_t>(g.row0 + a - t.col0 + 1, 0, t.padded);
-      std::fill(target + first_masked, target + t.padded, T(0));
     }
   }
+}
+
+// P_l from U_l: entries whose term is not allowed (causal: coarse column
+// after coarse row) zeroed; bidirectionally U_l itself.
+template <class S>
+const typename S::T* level_gradient(Workspace<S>& w, int64_t l, const typename S::T* sums) {
+  using T = typename S::T;
+  if (!w.p.causal) return sums;
+  const KeyGeometry& t = w.keys.geometry[l];
+  const QueryGeometry& g = w.query_rows.data[l];
+  T* masked = w.level_grad.data;
+  for (int64_t a = 0; a < g.rows; ++a) {
+    const int64_t allowed = g.row0 + a - t.col0 + 1;  // columns b < allowed keep their sum
+    for (int64_t c = 0; c < t.padded; c += S::W)
+      S::store(masked + a * w.np + c, S::keep_first(S::load(sums + a * w.np + c), allowed - c, T(0)));
+  }
+  return masked;
 }
 
 // Level l's share of one tile: G = P_l · k_l[col0 …] for the tile's pooled
@@ -577,14 +593,18 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   // dλ_l = Σ P_l ⊙ C_l = Σ_a q_l[a] · (P_l k_l)[a] / √dh: the product that dq_l
   // needs anyway gives dλ_l for rows × dh work, with no score tile kept.
   level_query_gradient(w, g, 0, w.grads.data, i0, rows, w.k.data[0] + j0 * rs, kc);
+  const T* finer = w.grads.data;  // U_{l−1}; dS for l = 1
   for (int64_t l = 1; l < p.levels; ++l) {
     const KeyGeometry& t = w.keys.geometry[l];
     const QueryGeometry& rows_l = w.query_rows.data[l];
-    if (rows_l.rows <= 0) continue;
-    pool_level(w, l, i0, rows, kc);
-    level_query_gradient(w, g, l, w.level_grad.data, rows_l.row0, rows_l.rows, w.k.data[l] + t.col0 * rs, t.cols);
-    gemm<S>(t.cols, dh, rows_l.rows, {w.level_grad.data, 1, np}, w.q.data[l] + rows_l.row0 * rs, rs,
-            g.keys[l] + t.col0 * gs, gs, scale * w.weight.data[l], true);
+    if (rows_l.rows <= 0) break;  // no complete block yet (causal): none at coarser levels either
+    T* sums = w.level_sums.data + (l % 2) * (p.tile + 1) * np;
+    pool_level(w, l, i0, rows, finer, sums);
+    const T* grad = level_gradient(w, l, sums);
+    level_query_gradient(w, g, l, grad, rows_l.row0, rows_l.rows, w.k.data[l] + t.col0 * rs, t.cols);
+    gemm<S>(t.cols, dh, rows_l.rows, {grad, 1, np}, w.q.data[l] + rows_l.row0 * rs, rs, g.keys[l] + t.col0 * gs, gs,
+            scale * w.weight.data[l], true);
+    finer = sums;
   }
 }
 
