@@ -71,6 +71,7 @@ struct Options {
   int threads = 0;  // 0: OpenMP's default
   int repeats = 3;
   bool causal = false;
+  std::string tile = "64";  // the CPU kernels' tile edge (set_attention_cpu_tile)
 };
 
 double paper_bound(int64_t levels) {
@@ -201,7 +202,7 @@ Measurement measure(const Case& c, const Options& options, const char* self) {
       {self, "--case", c.op + "," + c.impl + "," + std::to_string(c.levels) + "," + std::to_string(c.length), "--threads",
        std::to_string(options.threads), "--repeats", std::to_string(options.repeats),
        options.causal ? "--causal" : "--causal=false", "--batch", std::to_string(options.batch), "--heads",
-       std::to_string(options.heads), "--head-dim", std::to_string(options.head_dim), "--device",
+       std::to_string(options.heads), "--head-dim", std::to_string(options.head_dim), "--tile", options.tile, "--device",
        options.device.type == DeviceType::CUDA ? "cuda" : "cpu"});
   Measurement m;
   std::istringstream in(child.output);
@@ -226,6 +227,7 @@ void declare_flags(cli::Flags& flags) {
   flags.add_int("threads", 0, "CPU threads (0: OMP_NUM_THREADS or all cores)", 0, cli::kThreadsMax);
   flags.add_int("repeats", 3, "timed runs per case (the best counts)", 1, 1000);
   flags.add_switch("causal", "causal attention (default: bidirectional)");
+  flags.add_choice("tile", "64", {"8", "16", "32", "64"}, "CPU kernels' tile edge, queries x keys (the library's default: 64)");
   flags.add_switch("fused-only", "skip the composed references");
   flags.add("case", "", "internal: the one case a child process runs (op,impl,levels,length)");
 }
@@ -240,6 +242,8 @@ Options to_options(const cli::Flags& flags, Case& child) {
   options.repeats = static_cast<int>(flags.get_int("repeats"));
   options.causal = flags.get_bool("causal");
   options.fused_only = flags.get_bool("fused-only");
+  options.tile = flags.get("tile");
+  set_attention_cpu_tile(std::stoll(options.tile));
   const bool cuda = options.device.type == DeviceType::CUDA;
   options.batch = flags.was_given("batch") || !cuda ? flags.get_int("batch") : 4;
   options.heads = flags.was_given("heads") || !cuda ? flags.get_int("heads") : 8;
