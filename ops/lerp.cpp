@@ -33,7 +33,12 @@ void lerp_cpu(const Tensor& start, const Tensor& end, const Tensor& weight, Tens
     const T *s = start.data<T>(), *e = end.data<T>();
     T* o = out.data<T>();
     for_each_weight_row<T>(weight, out, [&](int64_t first, int64_t count, const T* w, int64_t step) {
-      for (int64_t j = first; j < first + count; ++j) o[j] = s[j] + w[(j - first) * step] * (e[j] - s[j]);
+      const T *rs = s + first, *re = e + first;
+      T* ro = o + first;
+      if (step == 1)  // the two loops the compiler vectorises: weight along the row, or one weight
+        for (int64_t j = 0; j < count; ++j) ro[j] = rs[j] + w[j] * (re[j] - rs[j]);
+      else
+        for (int64_t j = 0; j < count; ++j) ro[j] = rs[j] + w[0] * (re[j] - rs[j]);
     });
   });
 }
@@ -47,12 +52,18 @@ void lerp_backward_cpu(const Tensor& start, const Tensor& end, const Tensor& wei
     T* ge = grad_end.defined() ? grad_end.data<T>() : nullptr;
     T* gw = grad_weight.defined() ? grad_weight.data<T>() : nullptr;
     for_each_weight_row<T>(weight, grad_out, [&](int64_t first, int64_t count, const T* w, int64_t step) {
-      for (int64_t j = first; j < first + count; ++j) {
-        const T wj = w[(j - first) * step];
-        if (gs) gs[j] = g[j] * (T(1) - wj);
-        if (ge) ge[j] = g[j] * wj;
-        if (gw) gw[j] = g[j] * (e[j] - s[j]);
-      }
+      const T* rg = g + first;
+      // One loop per output, each with the weight's step known: vectorised.
+      if (gs && step == 1)
+        for (int64_t j = 0; j < count; ++j) gs[first + j] = rg[j] * (T(1) - w[j]);
+      else if (gs)
+        for (int64_t j = 0; j < count; ++j) gs[first + j] = rg[j] * (T(1) - w[0]);
+      if (ge && step == 1)
+        for (int64_t j = 0; j < count; ++j) ge[first + j] = rg[j] * w[j];
+      else if (ge)
+        for (int64_t j = 0; j < count; ++j) ge[first + j] = rg[j] * w[0];
+      if (gw)
+        for (int64_t j = 0; j < count; ++j) gw[first + j] = rg[j] * (e[first + j] - s[first + j]);
     });
   });
 }
