@@ -160,6 +160,12 @@ double clip_grad_norm(const NamedTensors& parameters, double max_norm) {
     }
     fail("clip_grad_norm: total gradient norm is ", norm);
   }
+  return clip_grad_norm(parameters, max_norm, norm);
+}
+
+double clip_grad_norm(const NamedTensors& parameters, double max_norm, double norm) {
+  check(max_norm > 0, "clip_grad_norm: max_norm must be positive, got ", max_norm);
+  check(std::isfinite(norm) && norm >= 0, "clip_grad_norm: the given norm must be finite and non-negative, got ", norm);
   if (norm > max_norm) {
     double factor = max_norm / (norm + 1e-6);
     for (const auto& [_, p] : parameters) {

@@ -75,6 +75,9 @@ class AdamW : public Optimizer {
 // returns the norm before scaling. A NaN or Inf norm throws, naming the first
 // parameter whose gradient is not finite.
 double clip_grad_norm(const NamedTensors& parameters, double max_norm);
+// The same with the norm already measured (grad_norm, finite): one pass over
+// the gradients fewer for a caller that needs the norm anyway.
+double clip_grad_norm(const NamedTensors& parameters, double max_norm, double norm);
 
 // The joint L2 norm of the gradients (parameters without one count as zero).
 double grad_norm(const NamedTensors& parameters);

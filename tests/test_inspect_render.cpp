@@ -237,7 +237,7 @@ TEST_CASE("hkt-plot draws any value a metrics line can hold") {
     }
     const std::string run = "run" + std::to_string(c);
     dir.write(run + "/metrics.jsonl", lines);
-    for (const std::string& flags : {"", " --log-y", " --smooth 0.99"}) {
+    for (const std::string flags : {"", " --log-y", " --smooth 0.99"}) {
       INFO("values " << lines << "flags" << flags);
       const std::string png = (dir.path() / (run + ".png")).string();
       CHECK(run_plot(dir, "--runs " + (dir.path() / run).string() + flags + " --out " + png, "timeout 30") == 0);

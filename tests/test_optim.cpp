@@ -104,6 +104,20 @@ TEST_CASE("clip_grad_norm scales to the maximum norm and reports non-finite grad
   REQUIRE_THROWS_WITH(clip_grad_norm(parameters, 1.0), "clip_grad_norm: the gradient of 'b' [4] holds NaN or Inf");
 }
 
+TEST_CASE("clip_grad_norm with the norm already measured scales exactly as the one-call form") {
+  NamedTensors measured = make_parameters(4), direct = make_parameters(4);
+  compute_grads(measured);
+  compute_grads(direct);
+  const double norm = grad_norm(measured);
+  CHECK(clip_grad_norm(measured, 0.5, norm) == norm);
+  CHECK(clip_grad_norm(direct, 0.5) == Approx(norm));
+  for (size_t i = 0; i < measured.size(); ++i)
+    CHECK(measured[i].second.grad().to_vector<double>() == direct[i].second.grad().to_vector<double>());
+  REQUIRE_THROWS_WITH(clip_grad_norm(measured, 0.5, NAN),
+                      "clip_grad_norm: the given norm must be finite and non-negative, got nan");
+  REQUIRE_THROWS_WITH(clip_grad_norm(measured, 0.0, norm), "clip_grad_norm: max_norm must be positive, got 0");
+}
+
 TEST_CASE("optimizers reject parameters that are not trainable leaves") {
   Tensor frozen = Tensor::ones({2});
   REQUIRE_THROWS_WITH(AdamW({{"frozen", frozen}}, {}),

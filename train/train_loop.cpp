@@ -349,7 +349,7 @@ StepResult take_step(Run& run) {
     diverged(run, step, "the gradient norm is " + number(result.grad_norm) + " (loss " + number(result.loss) + ")" +
                             (culprit.empty() ? "" : "; the gradient of '" + culprit + "' holds NaN or Inf"));
   }
-  if (options.clip > 0) clip_grad_norm(parameters, options.clip);
+  if (options.clip > 0) clip_grad_norm(parameters, options.clip, result.grad_norm);  // the norm just measured
   run.optimizer->step();
   result.step_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   run.last_finite_loss = result.loss;
