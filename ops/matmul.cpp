@@ -107,16 +107,10 @@ void fill_rows(T* c, int64_t rows, int64_t n, const T* bias) {
   }
 }
 
-void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, GemmDims d,
+void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, const GemmDims& d,
               const attention_cpu::Path& path) {
-  // A weight's gradient, Σ_i a[i]ᵀ b[i] over contiguous batch items, is one
-  // product whose depth runs through the whole batch: rows of C split over
-  // threads instead of a sequential loop over items of M = d rows each.
-  if (d.batch > 1 && d.stride_c == 0 && d.trans_a && !d.trans_b && d.stride_a == d.k * d.m &&
-      d.stride_b == d.k * d.n) {
-    d.k *= d.batch;
-    d.batch = 1;
-  }
+  // (A weight's gradient, Σ_i a[i]ᵀ b[i], arrives as one product with the
+  // batch folded into the depth: gemm_compute merges it.)
   const int64_t m = d.m, n = d.n, k = d.k;
   const int64_t a_row = d.trans_a ? 1 : k, a_col = d.trans_a ? m : 1;
   std::vector<float> packed;  // bᵀ as [K, N] rows: the micro-kernel streams B by rows
