@@ -62,14 +62,15 @@ struct BackwardArgs {
 // head widths that are multiples of it. gemm and exp are the building blocks,
 // exported for tests/test_attention_cpu.cpp to check against plain loops
 // (and exp, exp2 against std::exp, std::exp2):
-//   gemm: C[rows, cols] (= or +=) alpha · A · B, A(m, k) = a[m · a_row + k · a_col], cols % width == 0.
+//   gemm: C[rows, cols] (= or +=) alpha · A · B, A(m, k) = a[m · a_row + k · a_col], cols % width == 0;
+//         without accumulate, bias (cols values, or null) is added to every row as C is stored.
 struct Path {
   const char* name;
   int width;
   void (*forward)(const Problem&, const ForwardArgs<float>&);
   void (*backward)(const Problem&, const BackwardArgs<float>&);
   void (*gemm)(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_row, int64_t a_col,
-               const float* b, int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate);
+               const float* b, int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate, const float* bias);
   void (*exp)(const float* in, float* out, int64_t count);
   void (*exp2)(const float* in, float* out, int64_t count);  // the softmax's (base 2)
   // Runs `iterations` rounds of register-only FMAs on this thread; returns the FLOPs done (hkt-bench's peak).

@@ -721,8 +721,8 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
 
 template <class S>
 void gemm_entry(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_row, int64_t a_col,
-                const float* b, int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate) {
-  gemm<S>(rows, cols, depth, {a, a_row, a_col}, b, ldb, c, ldc, alpha, accumulate);
+                const float* b, int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate, const float* bias) {
+  gemm<S>(rows, cols, depth, {a, a_row, a_col}, b, ldb, c, ldc, alpha, accumulate, bias);
 }
 
 template <class S, typename S::V (*F)(typename S::V)>

@@ -244,10 +244,13 @@ struct Strided {
 };
 
 // C[m, 0 : NV·W] (= or +=) alpha · Σ_k A(m, k) · B[k, 0 : NV·W] for m < MR:
-// MR × NV accumulators stay in registers through the whole k loop.
+// MR × NV accumulators stay in registers through the whole k loop. With a
+// bias (a row of NV·W values, or null) and no accumulate, C = alpha·AB + bias:
+// the bias joins in the store, so C is written once and never read.
 template <class S, int MR, int NV>
 inline void micro_kernel(int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
-                         typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate) {
+                         typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
+                         const typename S::T* bias) {
   using V = typename S::V;
   V acc[MR][NV];
 #pragma GCC unroll 8
@@ -271,7 +274,12 @@ inline void micro_kernel(int64_t depth, Strided<typename S::T> a, const typename
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
       typename S::T* out = c + m * ldc + v * S::W;
-      S::store(out, accumulate ? S::fmadd(scale, acc[m][v], S::load(out)) : S::mul(scale, acc[m][v]));
+      if (accumulate)
+        S::store(out, S::fmadd(scale, acc[m][v], S::load(out)));
+      else if (bias)
+        S::store(out, S::fmadd(scale, acc[m][v], S::load(bias + v * S::W)));
+      else
+        S::store(out, S::mul(scale, acc[m][v]));
     }
 }
 
@@ -286,23 +294,25 @@ constexpr int rows_for(int vectors) {
 // The remainder rows of a column block: MR − 1 down to 1.
 template <class S, int MR, int NV>
 void micro_kernel_rows(int64_t rows, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
-                       typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate) {
+                       typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
+                       const typename S::T* bias) {
   if constexpr (MR >= 1) {
-    if (rows == MR) return micro_kernel<S, MR, NV>(depth, a, b, ldb, c, ldc, alpha, accumulate);
-    micro_kernel_rows<S, MR - 1, NV>(rows, depth, a, b, ldb, c, ldc, alpha, accumulate);
+    if (rows == MR) return micro_kernel<S, MR, NV>(depth, a, b, ldb, c, ldc, alpha, accumulate, bias);
+    micro_kernel_rows<S, MR - 1, NV>(rows, depth, a, b, ldb, c, ldc, alpha, accumulate, bias);
   }
 }
 
 template <class S, int NV>
 void gemm_columns(int64_t rows, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
-                  typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate) {
+                  typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate, const typename S::T* bias) {
   constexpr int MR = rows_for<S>(NV);
   int64_t m = 0;
   for (; m + MR <= rows; m += MR)
-    micro_kernel<S, MR, NV>(depth, {a.data + m * a.row, a.row, a.col}, b, ldb, c + m * ldc, ldc, alpha, accumulate);
+    micro_kernel<S, MR, NV>(depth, {a.data + m * a.row, a.row, a.col}, b, ldb, c + m * ldc, ldc, alpha, accumulate,
+                            bias);
   if (m < rows)
     micro_kernel_rows<S, MR - 1, NV>(rows - m, depth, {a.data + m * a.row, a.row, a.col}, b, ldb, c + m * ldc, ldc,
-                                     alpha, accumulate);
+                                     alpha, accumulate, bias);
 }
 
 // C[rows, cols] (= or +=) alpha · A[rows, depth] · B[depth, cols], cols a
@@ -310,7 +320,8 @@ void gemm_columns(int64_t rows, int64_t depth, Strided<typename S::T> a, const t
 // depth 0 writes (or adds) zeros.
 template <class S>
 void gemm(int64_t rows, int64_t cols, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
-          typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate) {
+          typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
+          const typename S::T* bias = nullptr) {
   constexpr int NB = S::kMaxVectors;
   const int64_t vectors = cols / S::W;
   for (int64_t v0 = 0; v0 < vectors; v0 += NB) {
@@ -318,16 +329,19 @@ void gemm(int64_t rows, int64_t cols, int64_t depth, Strided<typename S::T> a, c
     const int64_t col = v0 * S::W;
     switch (nv) {
       case 1:
-        gemm_columns<S, 1>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate);
+        gemm_columns<S, 1>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate, bias ? bias + col : nullptr);
         break;
       case 2:
-        if constexpr (NB >= 2) gemm_columns<S, 2>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate);
+        if constexpr (NB >= 2) gemm_columns<S, 2>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate,
+                                                  bias ? bias + col : nullptr);
         break;
       case 3:
-        if constexpr (NB >= 3) gemm_columns<S, 3>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate);
+        if constexpr (NB >= 3) gemm_columns<S, 3>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate,
+                                                  bias ? bias + col : nullptr);
         break;
       default:
-        if constexpr (NB >= 4) gemm_columns<S, 4>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate);
+        if constexpr (NB >= 4) gemm_columns<S, 4>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate,
+                                                  bias ? bias + col : nullptr);
         break;
     }
   }

@@ -87,7 +87,7 @@ void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
     const int64_t end = std::min(k, (chunk + 1) * kDepthChunk);
     for (int64_t k0 = chunk * kDepthChunk; k0 < end; k0 += kDepthBlock)
       path.gemm(m, n, std::min(kDepthBlock, end - k0), a + k0 * a_col, a_row, a_col, b + k0 * n, n,
-                partial.data() + chunk * m * n, n, 1.0f, k0 != chunk * kDepthChunk);
+                partial.data() + chunk * m * n, n, 1.0f, k0 != chunk * kDepthChunk, nullptr);
   }
   for (int64_t row = 0; row < m; ++row)
     for (int64_t col = 0; col < n; ++col) {
@@ -134,8 +134,9 @@ void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, co
 #pragma omp parallel for schedule(static) if (m * n * k > 8 * HKT_OMP_MIN_WORK && blocks > 1)
     for (int64_t block = 0; block < blocks; ++block) {
       const int64_t m0 = block * kRows, rows = std::min(kRows, m - m0);
-      if (bias) fill_rows(c + m0 * n, rows, n, bias);
-      path.gemm(rows, n, k, a + m0 * a_row, a_row, a_col, rows_b, n, c + m0 * n, n, 1.0f, summing || bias);
+      // linear's bias joins in the micro-kernel's store: C written once, never read back.
+      path.gemm(rows, n, k, a + m0 * a_row, a_row, a_col, rows_b, n, c + m0 * n, n, 1.0f, summing,
+                summing ? nullptr : bias);
     }
   }
 }

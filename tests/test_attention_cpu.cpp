@@ -55,14 +55,16 @@ std::vector<float> random_floats(size_t count, uint32_t seed) {
 
 }  // namespace
 
-TEST_CASE("attention micro-kernel GEMM equals a plain loop on odd sizes, both A orientations") {
+TEST_CASE("attention micro-kernel GEMM equals a plain loop on odd sizes, both A orientations, with and without a bias row") {
   for (const auto* path : paths_under_test()) {
     const int64_t width = path->width;
     for (int64_t rows : {1, 7, 63, 65, 130})
       for (int64_t depth : {1, 7, 63, 65, 130})
         for (int64_t cols : {width, 2 * width, 3 * width, 4 * width, 5 * width, 16 * ((width + 15) / 16) * 8})
           for (bool transposed : {false, true})
-            for (bool accumulate : {false, true}) {
+            for (int mode : {0, 1, 2}) {  // C = αAB, C += αAB, C = αAB + a bias row
+              const bool accumulate = mode == 1;
+              const std::vector<float> bias = mode == 2 ? random_floats(cols, 4) : std::vector<float>();
               // A is [rows, depth], stored as such or transposed; B [depth, cols] with a wider row.
               const int64_t ldb = cols + 3, ldc = cols + 5;
               std::vector<float> a = random_floats(rows * depth, 1), b = random_floats(depth * ldb, 2);
@@ -74,9 +76,11 @@ TEST_CASE("attention micro-kernel GEMM equals a plain loop on odd sizes, both A 
                   double total = 0;
                   for (int64_t k = 0; k < depth; ++k)
                     total += double(a[m * a_row + k * a_col]) * double(b[k * ldb + n]);
-                  expected[m * ldc + n] = float((accumulate ? expected[m * ldc + n] : 0.0) + alpha * total);
+                  const double start = accumulate ? expected[m * ldc + n] : bias.empty() ? 0.0 : bias[n];
+                  expected[m * ldc + n] = float(start + alpha * total);
                 }
-              path->gemm(rows, cols, depth, a.data(), a_row, a_col, b.data(), ldb, c.data(), ldc, alpha, accumulate);
+              path->gemm(rows, cols, depth, a.data(), a_row, a_col, b.data(), ldb, c.data(), ldc, alpha, accumulate,
+                         bias.empty() ? nullptr : bias.data());
               double worst = 0;
               for (int64_t m = 0; m < rows; ++m)
                 for (int64_t n = 0; n < ldc; ++n) {
@@ -85,7 +89,8 @@ TEST_CASE("attention micro-kernel GEMM equals a plain loop on odd sizes, both A 
                   worst = std::max(worst, error);
                 }
               INFO(path->name << " rows " << rows << " cols " << cols << " depth " << depth
-                              << (transposed ? " transposed" : "") << (accumulate ? " accumulate" : ""));
+                              << (transposed ? " transposed" : "") << (accumulate ? " accumulate" : "")
+                              << (bias.empty() ? "" : " bias"));
               CHECK(worst <= 1e-5 * std::sqrt(double(depth)) + 1e-6);
             }
   }

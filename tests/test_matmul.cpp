@@ -72,7 +72,7 @@ TEST_CASE("gemm matches a triple-loop reference for every transpose and batch la
 
 TEST_CASE("linear is x Wᵀ + b over any leading dims") {
   // out = 5 runs on BLAS; out = 32 (a multiple of the vector width) on the
-  // own micro-kernel in float32, which adds the bias to each block of rows.
+  // own micro-kernel in float32, which adds the bias as it stores each block of C.
   for (auto [in, out] : {std::pair<int64_t, int64_t>{7, 5}, {64, 32}})
     for (DType dtype : {DType::Float32, DType::Float64}) {
       const double tolerance = dtype == DType::Float32 ? 1e-4 : 1e-12;
