@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Before/after of two builds on this machine, interleaved so that both see the
+# same noise: the fused attention ops (hkt-bench --case) or the training step
+# (hkt-bench step), one thread by default — on a shared machine one thread is
+# steady to 2-3 % where two threads swing by 10 % and more.
+#
+#   bench/ab.sh attention BUILD_A BUILD_B [rounds]   # MHA and HKT L=3, T=512: forward and backward ms
+#   bench/ab.sh step BUILD_A BUILD_B [rounds]        # the SPEC-size step of both models: step ms, CPU ms
+#
+# Prints, per build and model, the minimum and median over the rounds (each
+# round's value is itself the best of 10 runs, or the median of the steps).
+# Settings (environment): THREADS (1), BATCH (attention: 8), STEPS (step: 4),
+# EXTRA (step: extra flags, default --down-pointwise). Stop other work first.
+set -euo pipefail
+mode="${1:?attention or step}" a="${2:?BUILD_A}" b="${3:?BUILD_B}" rounds="${4:-5}"
+threads="${THREADS:-1}"
+export OMP_WAIT_POLICY=passive
+echo "uptime before: $(uptime)"
+for r in $(seq "$rounds"); do
+  for dir in "$a" "$b"; do
+    if [ "$mode" = attention ]; then
+      for c in mha,fused,1,512 hkt,fused,3,512; do
+        "$dir/hkt-bench" --case "$c" --batch "${BATCH:-8}" --heads 4 --threads "$threads" --repeats 10 2>/dev/null |
+          awk -v d="$dir" -v c="${c%%,*}" '{printf "%s %s %.3f %.3f\n", d, c, $1, $2 - $1}'
+      done
+    else
+      # shellcheck disable=SC2086
+      "$dir/hkt-bench" step --model both --threads "$threads" --steps "${STEPS:-4}" ${EXTRA---down-pointwise} 2>/dev/null |
+        python3 -c '
+import json, sys
+for line in sys.stdin:
+    if "\"bench\":\"step\"" in line:
+        d = json.loads(line); print(sys.argv[1], d["model"], d["median_ms"], d["cpu_ms"])' "$dir"
+    fi
+  done
+done | python3 -c '
+import collections, statistics, sys
+names = ("forward ms", "backward ms") if sys.argv[1] == "attention" else ("step ms", "CPU ms")
+runs = collections.defaultdict(list)
+for line in sys.stdin:
+    build, model, x, y = line.split()
+    runs[(model, build)].append((float(x), float(y)))
+for (model, build), values in sorted(runs.items()):
+    cols = ["%s min %8.2f median %8.2f" % (n, min(v[i] for v in values), statistics.median(v[i] for v in values))
+            for i, n in enumerate(names)]
+    print("%-4s %-28s %s" % (model, build[-28:], "   ".join(cols)))
+' "$mode"
+echo "uptime after: $(uptime)"
