@@ -9,6 +9,7 @@
 // independence of the thread count.
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <iostream>
 #include <limits>
 #include <random>
@@ -96,37 +97,64 @@ TEST_CASE("attention micro-kernel GEMM equals a plain loop on odd sizes, both A 
   }
 }
 
+namespace {
+
+using VectorMap = void (*)(const float* in, float* out, int64_t count);
+
+// The worst relative error of a path's vectorised function against the
+// double-precision one, over `inputs`.
+double worst_relative_error(VectorMap fn, double (*exact)(double), const std::vector<float>& inputs) {
+  std::vector<float> outputs(inputs.size());
+  fn(inputs.data(), outputs.data(), static_cast<int64_t>(inputs.size()));
+  double worst = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const double expected = exact(double(inputs[i]));
+    worst = std::max(worst, std::abs(double(outputs[i]) - expected) / expected);
+  }
+  return worst;
+}
+
+// Masked and far-below-maximum scores: exactly 0 below `subnormal_from`
+// (a subnormal from libm above it, 0 from the SIMD paths), NaN stays NaN,
+// and positive inputs past float's range give at least 2^127.
+void check_edges(VectorMap fn, float subnormal_from, std::vector<float> edge) {
+  const float inf = std::numeric_limits<float>::infinity();
+  edge.insert(edge.end(), {-inf, -1e30f, -1000.0f, std::nanf("")});
+  edge.insert(edge.end(), 12, -inf);  // a whole vector of masked keys
+  std::vector<float> out(edge.size());
+  fn(edge.data(), out.data(), static_cast<int64_t>(edge.size()));
+  for (size_t i = 0; i < edge.size(); ++i) {
+    INFO("input " << edge[i]);
+    if (std::isnan(edge[i]))
+      CHECK(std::isnan(out[i]));
+    else if (edge[i] > 0)
+      CHECK(out[i] >= 0x1p127f);  // inf, or 2^127 where the AVX2 exp2 clamps
+    else if (edge[i] >= subnormal_from)
+      CHECK(out[i] < std::numeric_limits<float>::min());
+    else
+      CHECK(out[i] == 0.0f);
+  }
+}
+
+std::vector<float> range_and(float first, float last, float step, std::initializer_list<float> extra) {
+  std::vector<float> inputs;
+  for (float x = first; x <= last; x += step) inputs.push_back(x);
+  inputs.insert(inputs.end(), extra);
+  return inputs;
+}
+
+}  // namespace
+
 TEST_CASE("the vectorised exp matches std::exp over the range the kernels use, and underflows to exactly 0") {
   for (const auto* path : paths_under_test()) {
     INFO(path->name);
-    // Scores minus the row maximum (≤ 0), and slightly above 0 (rounding in the backward's S − lse).
-    std::vector<float> inputs;
-    for (float x = -87.0f; x <= 10.0f; x += 0.00731f) inputs.push_back(x);
-    for (float x : {0.0f, -0.0f, 1e-30f, -1e-30f, 1.0f, -1.0f, -87.33f}) inputs.push_back(x);
-    std::vector<float> outputs(inputs.size());
-    path->exp(inputs.data(), outputs.data(), static_cast<int64_t>(inputs.size()));
-    double worst = 0;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const double exact = std::exp(double(inputs[i]));
-      worst = std::max(worst, std::abs(double(outputs[i]) - exact) / exact);
-    }
+    // Scores minus the row maximum (≤ 0), and slightly above 0.
+    const double worst = worst_relative_error(
+        path->exp, [](double x) { return std::exp(x); },
+        range_and(-87.0f, 10.0f, 0.00731f, {0.0f, -0.0f, 1e-30f, -1e-30f, 1.0f, -1.0f, -87.33f}));
     std::cout << path->name << " exp: worst relative error " << worst << " over [-87, 10]\n";
     CHECK(worst <= 3e-7);  // ≤ 2.5 ulp of float
-    // Masked and far-below-maximum scores: exactly 0. NaN stays NaN.
-    const float inf = std::numeric_limits<float>::infinity();
-    std::vector<float> edge{-inf, -1e30f, -1000.0f, -89.0f, -88.0f, std::nanf(""), -inf, -inf, -inf, -inf,
-                            -inf, -inf, -inf, -inf, -inf, -inf, -inf};
-    std::vector<float> edge_out(edge.size());
-    path->exp(edge.data(), edge_out.data(), static_cast<int64_t>(edge.size()));
-    for (size_t i = 0; i < edge.size(); ++i) {
-      INFO("input " << edge[i]);
-      if (std::isnan(edge[i]))
-        CHECK(std::isnan(edge_out[i]));
-      else if (edge[i] >= -89.0f)  // below FLT_MIN: 0 for the SIMD paths, a subnormal from std::exp
-        CHECK(edge_out[i] < std::numeric_limits<float>::min());
-      else
-        CHECK(edge_out[i] == 0.0f);
-    }
+    check_edges(path->exp, -89.0f, {-89.0f, -88.0f});
   }
 }
 
@@ -134,39 +162,17 @@ TEST_CASE("the softmax's vectorised exp2 matches std::exp2, is exactly 1 at 0, a
   for (const auto* path : paths_under_test()) {
     INFO(path->name);
     // Base-2 scores minus the row maximum (≤ 0), and slightly above 0 (rounding in the backward's S − lse).
-    std::vector<float> inputs;
-    for (float x = -125.9f; x <= 14.0f; x += 0.01057f) inputs.push_back(x);
-    for (float x : {-0.0f, 1e-30f, -1e-30f, 0.5f, -0.5f, 0.49999997f, -0.50000006f, 1.0f, -1.0f, -126.0f})
-      inputs.push_back(x);
-    std::vector<float> outputs(inputs.size());
-    path->exp2(inputs.data(), outputs.data(), static_cast<int64_t>(inputs.size()));
-    double worst = 0;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const double exact = std::exp2(double(inputs[i]));
-      worst = std::max(worst, std::abs(double(outputs[i]) - exact) / exact);
-    }
+    const double worst = worst_relative_error(
+        path->exp2, [](double x) { return std::exp2(x); },
+        range_and(-125.9f, 14.0f, 0.01057f,
+                  {-0.0f, 1e-30f, -1e-30f, 0.5f, -0.5f, 0.49999997f, -0.50000006f, 1.0f, -1.0f, -126.0f}));
     std::cout << path->name << " exp2: worst relative error " << worst << " over [-126, 14]\n";
     CHECK(worst <= 2e-7);  // ≤ 2 ulp of float (measured 1.0e-7 for the polynomial alone)
     const float zero = 0.0f;
     float one = -1.0f;
     path->exp2(&zero, &one, 1);
     CHECK(one == 1.0f);  // P = 1 exactly at a row's maximum
-    const float inf = std::numeric_limits<float>::infinity();
-    std::vector<float> edge{-inf, -1e30f, -1000.0f, -127.5f, -126.5f, std::nanf(""), -inf, -inf, -inf, -inf,
-                            -inf, -inf, -inf, -inf, -inf, -inf, -inf, 200.0f};
-    std::vector<float> edge_out(edge.size());
-    path->exp2(edge.data(), edge_out.data(), static_cast<int64_t>(edge.size()));
-    for (size_t i = 0; i < edge.size(); ++i) {
-      INFO("input " << edge[i]);
-      if (std::isnan(edge[i]))
-        CHECK(std::isnan(edge_out[i]));
-      else if (edge[i] > 0)  // beyond float: 2^127 or more
-        CHECK(edge_out[i] >= 0x1p127f);  // inf, or 2^127 where the AVX2 path clamps
-      else if (edge[i] >= -150.0f)  // below FLT_MIN: 0 for the SIMD paths, a subnormal from std::exp2
-        CHECK(edge_out[i] < std::numeric_limits<float>::min());
-      else
-        CHECK(edge_out[i] == 0.0f);
-    }
+    check_edges(path->exp2, -150.0f, {-127.5f, -126.5f, 200.0f});
   }
 }
 
