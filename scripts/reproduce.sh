@@ -211,11 +211,25 @@ launch() {
   echo "$launched" >"$folder.pid"
 }
 
+# `nice` alone does not make the runs yield on Linux with autogroups (the
+# default): the scheduler first shares the CPU between sessions, so a niced
+# run in its own session still takes a whole core from an interactive one.
+# Started as a session leader (setsid), the script lowers its session's
+# autogroup to NICE too; otherwise it says how to.
+yield_to_other_sessions() {
+  [ "$NICE" -gt 0 ] && [ -w /proc/self/autogroup ] || return 0
+  if [ "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" ]; then
+    echo "$NICE" >/proc/self/autogroup 2>/dev/null || true
+  else
+    echo "note: start with setsid (setsid scripts/reproduce.sh ...) so that the runs yield to other sessions" >&2
+  fi
+}
+
 # Runs NAMEs (in order) JOBS at a time; a run that must wait for the sweep
 # is retried until nothing else can make progress.
 run_names() {
   local pending=("$@") left name state progressed
-  [ "$dry_run" = 1 ] || { [ -x "$(tool hkt-train)" ] || { echo "reproduce.sh: no $(tool hkt-train); build it (BUILD=$BUILD)" >&2; exit 1; }; make_listops_data; }
+  [ "$dry_run" = 1 ] || { [ -x "$(tool hkt-train)" ] || { echo "reproduce.sh: no $(tool hkt-train); build it (BUILD=$BUILD)" >&2; exit 1; }; yield_to_other_sessions; make_listops_data; }
   while [ ${#pending[@]} -gt 0 ]; do
     left=() progressed=0
     for name in "${pending[@]}"; do
