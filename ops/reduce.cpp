@@ -1,9 +1,11 @@
-// Reductions. Each output element is summed by one thread in a fixed order,
-// so results do not depend on the thread count.
+// Reductions. Each output element is summed in a fixed order (a long sum in
+// fixed chunks, added in chunk order), so results do not depend on the
+// thread count.
 #include "ops/reduce.h"
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "engine/dispatch.h"
 #include "ops/common.h"
@@ -19,22 +21,40 @@ void sum_cpu(const Tensor& x, AxisSplit split, Tensor& out) {
     using T = decltype(tag);
     const T* px = static_cast<const T*>(x.raw_data());
     T* po = static_cast<T*>(out.raw_data());
-    // Work items are (outer index, block of inner positions); each adds the
-    // extent rows into its output block in k order, which keeps the inner loop
-    // contiguous (vectorised) and the result independent of the thread count.
-    constexpr int64_t kBlock = 256;
+    // Work items are (outer index, block of inner positions, chunk of the
+    // extent); each adds its rows into its output block in k order, which
+    // keeps the inner loop contiguous (vectorised). A long extent over few
+    // items (a bias gradient: Σ over B·T = 16384 rows of 64 values is one
+    // block) is cut into fixed chunks so that threads share it; the chunks'
+    // partial sums are then added in chunk order. Chunks depend on the sizes
+    // only, so the result is the same for any thread count.
+    constexpr int64_t kBlock = 256, kChunk = 1024;
     const int64_t blocks = (split.inner + kBlock - 1) / kBlock;
-#pragma omp parallel for if (split.outer * split.extent * split.inner > HKT_OMP_MIN_WORK)
-    for (int64_t item = 0; item < split.outer * blocks; ++item) {
-      const int64_t o = item / blocks, begin = (item % blocks) * kBlock;
+    const int64_t chunks =
+        split.outer * blocks < 8 && split.extent >= 2 * kChunk ? (split.extent + kChunk - 1) / kChunk : 1;
+    std::vector<T> partial(chunks > 1 ? static_cast<size_t>(split.outer * chunks * split.inner) : 0);
+    const int64_t items = split.outer * blocks * chunks;
+#pragma omp parallel for if (split.outer * split.extent * split.inner > HKT_OMP_MIN_WORK && items > 1)
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t chunk = item % chunks, o = item / chunks / blocks, begin = (item / chunks % blocks) * kBlock;
       const int64_t end = std::min(split.inner, begin + kBlock);
-      T* target = po + o * split.inner;
+      const int64_t k0 = chunk * kChunk, k1 = chunks > 1 ? std::min(split.extent, k0 + kChunk) : split.extent;
+      T* target = chunks > 1 ? partial.data() + (o * chunks + chunk) * split.inner : po + o * split.inner;
       for (int64_t i = begin; i < end; ++i) target[i] = T(0);
-      for (int64_t k = 0; k < split.extent; ++k) {
+      for (int64_t k = k0; k < k1; ++k) {
         const T* row = px + (o * split.extent + k) * split.inner;
         for (int64_t i = begin; i < end; ++i) target[i] += row[i];
       }
     }
+    if (chunks > 1)
+      for (int64_t o = 0; o < split.outer; ++o) {
+        T* target = po + o * split.inner;
+        std::copy(partial.data() + o * chunks * split.inner, partial.data() + (o * chunks + 1) * split.inner, target);
+        for (int64_t chunk = 1; chunk < chunks; ++chunk) {
+          const T* part = partial.data() + (o * chunks + chunk) * split.inner;
+          for (int64_t i = 0; i < split.inner; ++i) target[i] += part[i];
+        }
+      }
   });
 }
 

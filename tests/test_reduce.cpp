@@ -1,3 +1,4 @@
+#include "engine/threads.h"
 #include "tests/gradcheck.h"
 
 using namespace hkt;
@@ -45,6 +46,26 @@ TEST_CASE("sum, mean and max along an axis match plain loops") {
       CHECK(max(x, -1 - (x.dim() - 1 - axis)).shape() == sum(x, axis).shape());  // negative axes
     }
   }
+}
+
+TEST_CASE("long sums over few outputs (bias gradients) are split in fixed chunks: reference, any thread count") {
+  // Σ over 16 384 rows into 64 or 128 values, and over a whole long vector:
+  // the extent is cut into chunks summed in parallel and added in order.
+  const int threads = num_threads();
+  for (Shape shape : {Shape{5000, 64}, Shape{4100, 128}, Shape{2, 3000, 3}, Shape{9000}}) {
+    INFO(shape_str(shape));
+    Tensor x = random_tensor(shape, 21, DType::Float32);
+    const int64_t axis = shape.size() == 3 ? 1 : 0;
+    set_num_threads(1);
+    const Tensor one = sum(x, axis);
+    set_num_threads(2);
+    const Tensor two = sum(x, axis);
+    CHECK(one.to_vector<double>() == two.to_vector<double>());
+    CHECK(max_abs_diff(one, reduce_reference(x.to(DType::Float64), axis, false)) < 1e-3);
+    Tensor x64 = x.to(DType::Float64);
+    CHECK(max_abs_diff(sum(x64, axis), reduce_reference(x64, axis, false)) < 1e-10);
+  }
+  set_num_threads(threads);
 }
 
 TEST_CASE("reductions over all elements") {
