@@ -1,3 +1,4 @@
+#include "engine/threads.h"
 #include "tests/gradcheck.h"
 
 using namespace hkt;
@@ -116,6 +117,28 @@ TEST_CASE("clip_grad_norm with the norm already measured scales exactly as the o
   REQUIRE_THROWS_WITH(clip_grad_norm(measured, 0.5, NAN),
                       "clip_grad_norm: the given norm must be finite and non-negative, got nan");
   REQUIRE_THROWS_WITH(clip_grad_norm(measured, 0.0, norm), "clip_grad_norm: max_norm must be positive, got 0");
+}
+
+TEST_CASE("grad_norm sums squares in double, the same for any thread count, float32 and float64") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    // One gradient long enough to be split over threads, one short.
+    Tensor big = random_tensor({70000}, 3, dtype).requires_grad_(true);
+    Tensor small = random_tensor({5}, 4, dtype).requires_grad_(true);
+    big.set_grad(random_tensor({70000}, 5, dtype));
+    small.set_grad(random_tensor({5}, 6, dtype));
+    const NamedTensors parameters{{"big", big}, {"small", small}};
+    double expected = 0;
+    for (const Tensor& g : {big.grad(), small.grad()})
+      for (double x : g.to_vector<double>()) expected += x * x;
+    const int threads = num_threads();
+    set_num_threads(1);
+    const double one = grad_norm(parameters);
+    set_num_threads(2);
+    const double two = grad_norm(parameters);
+    set_num_threads(threads);
+    CHECK(one == two);
+    CHECK(one == Approx(std::sqrt(expected)).epsilon(1e-12));
+  }
 }
 
 TEST_CASE("optimizers reject parameters that are not trainable leaves") {
