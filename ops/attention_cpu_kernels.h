@@ -273,7 +273,8 @@ void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) 
 // so a fine row's scores are S₀[r, ·] + combined[q_1(i0 + r), ·]: the passes
 // that read S anyway (the softmax, P = exp(S − lse)) add it there, and the
 // permutes run once per level-1 row instead of once per fine row and level.
-// Each output vector sums its levels in a register and is stored once.
+// It runs level by level over all the rows: level 1 writes each output
+// vector, coarser levels add to it.
 template <class S>
 void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
   using T = typename S::T;
