@@ -243,7 +243,6 @@ Options to_options(const cli::Flags& flags, Case& child) {
   options.causal = flags.get_bool("causal");
   options.fused_only = flags.get_bool("fused-only");
   options.tile = flags.get("tile");
-  set_attention_cpu_tile(std::stoll(options.tile));
   const bool cuda = options.device.type == DeviceType::CUDA;
   options.batch = flags.was_given("batch") || !cuda ? flags.get_int("batch") : 4;
   options.heads = flags.was_given("heads") || !cuda ? flags.get_int("heads") : 8;
@@ -303,6 +302,7 @@ namespace {
 int run_bench(const cli::Flags& flags, char** argv) {
   Case child;
   const Options options = to_options(flags, child);
+  set_attention_cpu_tile(std::stoll(options.tile));  // parent and child alike
   require_cuda(options);
   if (flags.was_given("case")) return run_case(child, options);
 
