@@ -19,8 +19,9 @@
 // dS = P ⊙ (dP − D) per tile; then dV += Pᵀ·dO, dK₀ += λ₀ dSᵀ·Q₀/√dh,
 // dQ₀ += λ₀ dS·K₀/√dh, and for l ≥ 1 the tile's dS pooled onto coarse rows
 // (vector adds) and columns (vector pair sums for power-of-two blocks), P_l,
-// with the coarse gradients as GEMMs; dλ_l = Σ q_l ⊙ (P_l k_l)/√dh reuses
-// the dq_l product. Tasks are (batch, head, key chunk): a chunk owns its key
+// with the coarse gradients as GEMMs. dq_l gathers P_l k_l/√dh without λ_l
+// over all of a head's tiles; then dλ_l = Σ q_l ⊙ dq_l, and dq_l is scaled
+// by λ_l, once per head. Tasks are (batch, head, key chunk): a chunk owns its key
 // tiles' dK₀ and dV rows; the gradients that several chunks touch (every
 // dQ_l, dK_l for l ≥ 1) go to a buffer per chunk, summed in chunk order
 // afterwards. The chunk count depends on the problem only, never on the
@@ -111,7 +112,7 @@ struct Workspace {
   const Problem& p;
   const int64_t dh, rs, np, ld;  // head width; the tensors' row stride (Problem::row_stride); tile columns
                                  // padded to W; coarse row stride (np + W: expand reads W past a column < np)
-  Buffer<T> values_t, product, coarse, combined, scores, grads, acc, pooled, level_sums, level_grad, delta;
+  Buffer<T> values_t, coarse, combined, scores, grads, acc, pooled, level_sums, level_grad, delta;
   // The forward's online-softmax state per query row of the task (rounded up
   // to W rows: the rescale runs over rows as vectors): the running maximum,
   // the next tile's maximum, the rescale factor, and the running sum as W
@@ -134,7 +135,6 @@ struct Workspace {
         np(round_up(problem.tile, S::W)),
         ld(np + S::W),
         values_t(backward ? problem.head_dim * np : 0),
-        product(backward ? (problem.tile + 1) * problem.head_dim : 0),
         coarse(problem.levels * (problem.tile + 1) * ld),
         combined((problem.tile + 1) * np),
         scores(problem.tile * np),
@@ -444,7 +444,6 @@ struct GradientTargets {
   T** queries;  // [levels]
   T** keys;     // [levels]; keys[0] and values: rows owned by this task's key tiles
   T* values;
-  double* level_weights;  // [levels], this task's share of dL/dλ (unused for MHA)
   int64_t stride;         // row stride of keys[0] and values (the gradient tensors' Problem::row_stride)
   int64_t shared_stride;  // of queries[l] and keys[l ≥ 1]: the tensors' with one key chunk, dh in a chunk's buffer
 };
@@ -526,30 +525,25 @@ const typename S::T* level_gradient(Workspace<S>& w, int64_t l, const typename S
   return masked;
 }
 
-// Level l's share of one tile: G = P_l · k_l[col0 …] for the tile's pooled
-// dS (P_l, [rows, cols] with row stride np); dλ_l += Σ q_l[row0 …] ⊙ G / √dh
-// and dq_l[row0 …] += λ_l G / √dh.
+// A head's dq_l holds G = Σ (P_l k_l) / √dh over its key tiles, without λ_l.
+// dλ_l = Σ P_l ⊙ C_l = Σ_a q_l[a] · G[a] reads it once (no score tile kept),
+// then dq_l = λ_l G. Returns the head's dλ_l.
 template <class S>
-void level_query_gradient(Workspace<S>& w, const GradientTargets<typename S::T>& g, int64_t l,
-                          const typename S::T* pooled, int64_t row0, int64_t rows, const typename S::T* keys,
-                          int64_t cols) {
-  using T = typename S::T;
-  const int64_t dh = w.dh;
-  const T scale = T(1) / std::sqrt(T(dh));
-  T* product = w.product.data;
-  gemm<S>(rows, dh, cols, {pooled, w.np, 1}, keys, w.rs, product, dh, T(1), false);
-  auto total = S::zero();
-  const auto alpha = S::set1(scale * w.weight.data[l]);
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* queries = w.q.data[l] + (row0 + r) * w.rs;
-    T* grad = g.queries[l] + (row0 + r) * g.shared_stride;
+double finish_query_gradient(const typename S::T* queries, int64_t query_stride, typename S::T* grad,
+                             int64_t grad_stride, int64_t rows, int64_t dh, typename S::T lambda) {
+  double total = 0;
+  const auto scale = S::set1(lambda);
+  for (int64_t a = 0; a < rows; ++a) {
+    auto dot = S::zero();
+    typename S::T* row = grad + a * grad_stride;
     for (int64_t d = 0; d < dh; d += S::W) {
-      const auto x = S::load(product + r * dh + d);
-      total = S::fmadd(S::load(queries + d), x, total);
-      S::store(grad + d, S::fmadd(alpha, x, S::load(grad + d)));
+      const auto g = S::load(row + d);
+      dot = S::fmadd(S::load(queries + a * query_stride + d), g, dot);
+      S::store(row + d, S::mul(scale, g));
     }
+    total += double(S::reduce_add(dot));
   }
-  g.level_weights[l] += double(scale) * double(S::reduce_add(total));
+  return total;
 }
 
 template <class S>
@@ -586,14 +580,11 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   const T fine_alpha = scale * w.weight.data[0];
   gemm<S>(kc, dh, rows, {w.grads.data, 1, np}, w.q.data[0] + i0 * rs, rs, g.keys[0] + j0 * g.stride, g.stride,
           fine_alpha, true);
-  if (!multiscale) {
-    gemm<S>(rows, dh, kc, {w.grads.data, np, 1}, w.k.data[0] + j0 * rs, rs, g.queries[0] + i0 * gs, gs, fine_alpha,
-            true);
-    return;
-  }
-  // dλ_l = Σ P_l ⊙ C_l = Σ_a q_l[a] · (P_l k_l)[a] / √dh: the product that dq_l
-  // needs anyway gives dλ_l for rows × dh work, with no score tile kept.
-  level_query_gradient(w, g, 0, w.grads.data, i0, rows, w.k.data[0] + j0 * rs, kc);
+  // dq_l gathers (P_l k_l) / √dh without λ_l: finish_level_gradients reads
+  // dλ_l from it and applies λ_l once per head (MHA: λ = 1, applied here).
+  gemm<S>(rows, dh, kc, {w.grads.data, np, 1}, w.k.data[0] + j0 * rs, rs, g.queries[0] + i0 * gs, gs,
+          multiscale ? scale : fine_alpha, true);
+  if (!multiscale) return;
   const T* finer = w.grads.data;  // U_{l−1}; dS for l = 1
   for (int64_t l = 1; l < p.levels; ++l) {
     const KeyGeometry& t = w.keys.geometry[l];
@@ -602,7 +593,8 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
     T* sums = w.level_sums.data + (l % 2) * (p.tile + 1) * np;
     pool_level(w, l, i0, rows, finer, sums);
     const T* grad = level_gradient(w, l, sums);
-    level_query_gradient(w, g, l, grad, rows_l.row0, rows_l.rows, w.k.data[l] + t.col0 * rs, t.cols);
+    gemm<S>(rows_l.rows, dh, t.cols, {grad, np, 1}, w.k.data[l] + t.col0 * rs, rs, g.queries[l] + rows_l.row0 * gs,
+            gs, scale, true);
     gemm<S>(t.cols, dh, rows_l.rows, {grad, 1, np}, w.q.data[l] + rows_l.row0 * rs, rs, g.keys[l] + t.col0 * gs, gs,
             scale * w.weight.data[l], true);
     finer = sums;
@@ -635,6 +627,16 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
   Buffer<T> partial(chunks > 1 ? tasks * shared_rows * dh : 0);
   Buffer<double> level_grads(tasks * levels);
   const QueryMaps maps(p);
+  const bool multiscale = args.forward.level_weights != nullptr;
+  // Once a head's dq_l are complete: its dλ_l (into level_grad) and λ_l.
+  auto finish_head = [&](int64_t head_index, double* level_grad) {
+    for (int64_t l = 0; l < levels; ++l) {
+      const int64_t offset = p.head_offset(head_index, p.level_rows[l]);
+      level_grad[l] = finish_query_gradient<S>(args.forward.queries[l] + offset, rs, args.grad_queries[l] + offset, rs,
+                                               p.level_rows[l], dh,
+                                               args.forward.level_weights[(head_index % p.heads) * levels + l]);
+    }
+  };
 #pragma omp parallel if (p.parallel)
   {
     Workspace<S> w(p, true);
@@ -665,8 +667,8 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         }
       }
       const int64_t head_offset = p.head_offset(head_index, p.length);
-      const GradientTargets<T> targets{query_targets.data, key_targets.data, args.grad_values + head_offset,
-                                       level_grads.data + task * levels, rs, chunks == 1 ? rs : dh};
+      const GradientTargets<T> targets{query_targets.data, key_targets.data, args.grad_values + head_offset, rs,
+                                       chunks == 1 ? rs : dh};
       const T* out = args.forward.out + head_offset;
       const T* grad_out = args.grad_out + head_offset;
       for (int64_t i = 0; i < p.length; ++i) {
@@ -687,6 +689,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         for (int64_t i0 = p.causal ? j0 : 0; i0 < p.length; i0 += p.tile)  // causally, rows i < j0 see no key here
           backward_tile(w, args, targets, head_index, i0, j0, j1);
       }
+      if (multiscale && chunks == 1) finish_head(head_index, level_grads.data + task * levels);
     }
   }
   if (chunks > 1) {
@@ -705,6 +708,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
           }
           offset += rows * dh;
         }
+      if (multiscale) finish_head(head_index, level_grads.data + head_index * chunks * levels);  // chunk 0's slot
     }
   }
   if (args.grad_level_weights)
