@@ -123,8 +123,15 @@ struct Workspace {
   Buffer<QueryGeometry> query_rows;
   Buffer<const T*> q, k;
   Buffer<T> weight;
-  Buffer<const T*> level_sources;  // combine_levels: [level-1 row][coarse level] the coarse row a term reads
-  Buffer<T> zero_row;              // ... where the term is not allowed (ld zeros)
+  // What depends on the query tile alone, the same for every head and key
+  // tile, so built once per tile index and call (query_tables):
+  // combine_levels' [level-1 row][coarse level] coarse row a term reads (a
+  // row of ld zeros where the term is not allowed yet, causal), and
+  // pool_level's [level][coarse row] run of finer rows (first, count).
+  Buffer<const T*> level_sources;
+  Buffer<int32_t> pool_runs;
+  Buffer<int32_t> tables_ready;  // [query tile]
+  Buffer<T> zero_row;
   const T* v = nullptr;
   int64_t valid = 0;
 
@@ -140,7 +147,7 @@ struct Workspace {
         scores(problem.tile * np),
         grads(backward ? problem.tile * np : 0),
         acc(backward ? 0 : problem.tile * problem.head_dim),
-        pooled(backward ? (problem.tile + 1) * np : 0),
+        pooled(backward ? np : 0),  // pool_level's row sums when columns do not pair
         level_sums(backward ? 2 * (problem.tile + 1) * np : 0),  // U_l and U_{l−1} (pool_level)
         level_grad(backward ? (problem.tile + 1) * np : 0),
         delta(backward ? problem.length : 0),
@@ -154,8 +161,12 @@ struct Workspace {
         q(problem.levels),
         k(problem.levels),
         weight(problem.levels),
-        level_sources((problem.tile + 1) * problem.levels),
+        level_sources(query_tiles(problem) * (problem.tile + 1) * problem.levels),
+        pool_runs(backward ? query_tiles(problem) * problem.levels * (problem.tile + 1) * 2 : 0),
+        tables_ready(query_tiles(problem)),
         zero_row(np + S::W) {}
+
+  static int64_t query_tiles(const Problem& problem) { return (problem.length + problem.tile - 1) / problem.tile; }
 
   const T* level_keys(int64_t l) const { return keys.keys_t + l * dh * np; }
   T* level_coarse(int64_t l) { return coarse.data + l * (p.tile + 1) * ld; }
@@ -275,6 +286,54 @@ void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) 
 // permutes run once per level-1 row instead of once per fine row and level.
 // It runs level by level over all the rows: level 1 writes each output
 // vector, coarser levels add to it.
+// The query tile at i0's tables (Workspace::level_sources, pool_runs), built
+// on the tile's first use in a call; fused_scores has set w.query_rows.
+template <class T>
+struct QueryTables {
+  const T* const* sources;  // [level-1 row][coarse level]
+  const int32_t* runs;      // [level][coarse row][first finer row − the finer tile's first, count]; backward only
+};
+
+template <class S>
+QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t rows) {
+  using T = typename S::T;
+  const Problem& p = w.p;
+  const int64_t tile = i0 / p.tile, coarse_levels = p.levels - 1;
+  const T** sources = w.level_sources.data + tile * (p.tile + 1) * p.levels;
+  int32_t* runs = w.pool_runs.data ? w.pool_runs.data + tile * p.levels * (p.tile + 1) * 2 : nullptr;
+  if (!w.tables_ready.data[tile]) {
+    const QueryGeometry& first = w.query_rows.data[1];
+    int64_t r = 0;
+    for (int64_t a = 0; a < first.rows; ++a) {
+      while (r < rows && w.query_index(1, i0 + r) < first.row0 + a) ++r;  // a fine row of level-1 row a
+      for (int64_t l = 1; l < p.levels; ++l) {
+        const QueryGeometry& g = w.query_rows.data[l];
+        const int64_t row = w.query_index(l, i0 + r);
+        sources[a * coarse_levels + l - 1] =
+            g.rows <= 0 || row < 0 ? w.zero_row.data : w.level_coarse(l) + (row - g.row0) * w.ld;
+      }
+    }
+    // Coarse row a of level l sums a run of level l − 1's rows (fine rows for
+    // l = 1; before the first complete block the map is −1, causal).
+    for (int64_t l = 1; runs && l < p.levels; ++l) {
+      const QueryGeometry& g = w.query_rows.data[l];
+      const int64_t finer_row0 = l == 1 ? i0 : w.query_rows.data[l - 1].row0;
+      auto finer_row = [&](int64_t fine) { return l == 1 ? i0 + fine : w.query_index(l - 1, i0 + fine); };
+      int64_t fine = 0;
+      for (int64_t a = 0; a < g.rows; ++a) {
+        while (fine < rows && w.query_index(l, i0 + fine) < g.row0 + a) ++fine;
+        const int64_t begin = finer_row(fine);
+        while (fine < rows && w.query_index(l, i0 + fine) == g.row0 + a) ++fine;
+        const int64_t end = finer_row(fine - 1) + 1;
+        runs[(l * (p.tile + 1) + a) * 2] = static_cast<int32_t>(begin - finer_row0);
+        runs[(l * (p.tile + 1) + a) * 2 + 1] = static_cast<int32_t>(end - begin);
+      }
+    }
+    w.tables_ready.data[tile] = 1;
+  }
+  return {sources, runs};
+}
+
 template <class S>
 void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
   using T = typename S::T;
@@ -283,20 +342,8 @@ void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
   if (p.levels < 2) return;
   const int64_t np = w.np, vectors = np / S::W, coarse_levels = p.levels - 1;
   const QueryGeometry& first = w.query_rows.data[1];
-  // Per level-1 row a and coarse level, the coarse row its term reads (a
-  // row of zeros where the term is not allowed yet, causal): looked up once,
-  // so that the vector loop below has no chain of dependent loads.
-  const T** sources = w.level_sources.data;
-  int64_t r = 0;
-  for (int64_t a = 0; a < first.rows; ++a) {
-    while (r < rows && w.query_index(1, i0 + r) < first.row0 + a) ++r;  // a fine row of level-1 row a
-    for (int64_t l = 1; l < p.levels; ++l) {
-      const QueryGeometry& g = w.query_rows.data[l];
-      const int64_t row = w.query_index(l, i0 + r);
-      sources[a * coarse_levels + l - 1] =
-          g.rows <= 0 || row < 0 ? w.zero_row.data : w.level_coarse(l) + (row - g.row0) * w.ld;
-    }
-  }
+  // Looked up, not computed: the vector loop below has no chain of dependent loads.
+  const T* const* sources = query_tables(w, i0, rows).sources;
   for (int64_t v = 0; v < vectors; ++v) {
     for (int64_t l = 1; l < p.levels; ++l) {
       const int32_t base = w.keys.window_base[l * vectors + v];
@@ -459,50 +506,42 @@ struct GradientTargets {
 template <class S>
 void pool_level(Workspace<S>& w, int64_t l, int64_t i0, int64_t rows, const typename S::T* source, typename S::T* sums) {
   using T = typename S::T;
+  using V = typename S::V;
   const KeyGeometry& t = w.keys.geometry[l];
   const KeyGeometry& finer = w.keys.geometry[l - 1];
   const QueryGeometry& g = w.query_rows.data[l];
-  const int64_t np = w.np, finer_row0 = l == 1 ? i0 : w.query_rows.data[l - 1].row0;
-  const int64_t finer_padded = l == 1 ? np : finer.padded;
-  T* row_sums = w.pooled.data;
-  // Rows: coarse row a sums the run of finer rows its fine rows map to,
-  // in registers (fine rows before the first complete block map to −1).
-  auto finer_row = [&](int64_t r) { return l == 1 ? i0 + r : w.query_index(l - 1, i0 + r); };
-  int64_t r = 0;
-  for (int64_t a = 0; a < g.rows; ++a) {
-    while (r < rows && w.query_index(l, i0 + r) < g.row0 + a) ++r;
-    const int64_t begin = finer_row(r);
-    while (r < rows && w.query_index(l, i0 + r) == g.row0 + a) ++r;
-    const int64_t end = finer_row(r - 1) + 1;
-    const T* in = source + (begin - finer_row0) * np;
-    T* out = row_sums + a * np;
-    for (int64_t c = 0; c < finer_padded; c += S::W) {
-      auto total = S::load(in + c);
-      for (int64_t f = 1; f < end - begin; ++f) total = S::add(total, S::load(in + f * np + c));
-      S::store(out + c, total);
-    }
-  }
+  const int64_t np = w.np, finer_padded = l == 1 ? np : finer.padded;
+  const int32_t* runs = query_tables(w, i0, rows).runs + l * (w.p.tile + 1) * 2;
+  // Rows: coarse row a sums its run of finer rows, in registers.
+  auto row_sum = [&](const T* in, int64_t count, int64_t c) {
+    if (c >= finer_padded) return S::zero();
+    V total = S::load(in + c);
+    for (int64_t f = 1; f < count; ++f) total = S::add(total, S::load(in + f * np + c));
+    return total;
+  };
   // Columns: with stride 2 and the finer tile starting at an even column,
-  // finer columns 2b and 2b + 1 make column b (vector pair sums); otherwise
-  // the key map, one value at a time. Finer columns past the valid keys are
-  // 0 (dS = 0 there), so they add nothing.
+  // finer columns 2b and 2b + 1 make column b, a vector pair sum of the row
+  // sums, with no pass in between. Otherwise the key map, one value at a
+  // time, from the row sums. Finer columns past the valid keys are 0 (dS = 0
+  // there), so they add nothing; lanes past t.cols come out 0 as well (U_l
+  // keeps that too).
   const int64_t finer_col0 = l == 1 ? w.keys.geometry[0].col0 : finer.col0;
   const int64_t stride = w.p.stride;
   const bool pairs = stride == 2 && finer_col0 % 2 == 0;
   for (int64_t a = 0; a < g.rows; ++a) {
-    const T* in = row_sums + a * np;
+    const T* in = source + runs[2 * a] * np;
+    const int64_t count = runs[2 * a + 1];
     T* out = sums + a * np;
     if (pairs) {
-      // Finer column c maps to c / 2, and finer columns past the finer tile's
-      // are 0, so lanes past t.cols come out 0 as well (U_l keeps that too).
       for (int64_t c = 0; c / 2 < t.padded; c += 2 * S::W)
-        S::store(out + c / 2, S::pair_sum(c < finer_padded ? S::load(in + c) : S::zero(),
-                                          c + S::W < finer_padded ? S::load(in + c + S::W) : S::zero()));
+        S::store(out + c / 2, S::pair_sum(row_sum(in, count, c), row_sum(in, count, c + S::W)));
     } else {
+      T* row = w.pooled.data;
+      for (int64_t c = 0; c < finer_padded; c += S::W) S::store(row + c, row_sum(in, count, c));
       std::fill(out, out + t.padded, T(0));
       for (int64_t c = 0; c < finer_padded; ++c) {
         const int64_t b = (finer_col0 + c) / stride - t.col0;
-        if (b < t.cols) out[b] += in[c];
+        if (b < t.cols) out[b] += row[c];
       }
     }
   }
