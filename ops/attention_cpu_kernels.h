@@ -278,14 +278,6 @@ void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) 
   combine_levels(w, i0, rows);
 }
 
-// The coarse levels' scores at fine key resolution, once per level-1 row:
-//   combined[a, ·] = Σ_{l ≥ 1} λ_l · C_l[q_l(a), column_l[·]].
-// The maps nest (every fine row of level-1 row a has the same q_l for l ≥ 2),
-// so a fine row's scores are S₀[r, ·] + combined[q_1(i0 + r), ·]: the passes
-// that read S anyway (the softmax, P = exp(S − lse)) add it there, and the
-// permutes run once per level-1 row instead of once per fine row and level.
-// It runs level by level over all the rows: level 1 writes each output
-// vector, coarser levels add to it.
 // The query tile at i0's tables (Workspace::level_sources, pool_runs), built
 // on the tile's first use in a call; fused_scores has set w.query_rows.
 template <class T>
@@ -334,6 +326,14 @@ QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t row
   return {sources, runs};
 }
 
+// The coarse levels' scores at fine key resolution, once per level-1 row:
+//   combined[a, ·] = Σ_{l ≥ 1} λ_l · C_l[q_l(a), column_l[·]].
+// The maps nest (every fine row of level-1 row a has the same q_l for l ≥ 2),
+// so a fine row's scores are S₀[r, ·] + combined[q_1(i0 + r), ·]: the passes
+// that read S anyway (the softmax, P = exp(S − lse)) add it there, and the
+// permutes run once per level-1 row instead of once per fine row and level.
+// It runs level by level over all the rows: level 1 writes each output
+// vector, coarser levels add to it.
 template <class S>
 void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
   using T = typename S::T;
@@ -619,7 +619,7 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   const T fine_alpha = scale * w.weight.data[0];
   gemm<S>(kc, dh, rows, {w.grads.data, 1, np}, w.q.data[0] + i0 * rs, rs, g.keys[0] + j0 * g.stride, g.stride,
           fine_alpha, true);
-  // dq_l gathers (P_l k_l) / √dh without λ_l: finish_level_gradients reads
+  // dq_l gathers (P_l k_l) / √dh without λ_l: finish_query_gradient reads
   // dλ_l from it and applies λ_l once per head (MHA: λ = 1, applied here).
   gemm<S>(rows, dh, kc, {w.grads.data, np, 1}, w.k.data[0] + j0 * rs, rs, g.queries[0] + i0 * gs, gs,
           multiscale ? scale : fine_alpha, true);
