@@ -26,7 +26,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -244,15 +243,14 @@ struct Strided {
   T at(int64_t m, int64_t k) const { return data[m * row + k * col]; }
 };
 
-// acc[m][v] = Σ_k A(m, k) · B[k, v·W : (v + 1)·W] for m < MR, v < NV: MR × NV
-// accumulators stay in registers through the whole k loop; then
-// store(row, col, acc) writes them (row, col: where this block of C starts).
-// The store is the epilogue: gemm's writes C (= or += alpha · acc, plus a
-// bias row); the attention backward's computes P or dS from the tile as it
-// leaves the registers.
-template <class S, int MR, int NV, class Store>
-inline void micro_kernel(int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb, int64_t row,
-                         int64_t col, Store& store) {
+// C[m, 0 : NV·W] (= or +=) alpha · Σ_k A(m, k) · B[k, 0 : NV·W] for m < MR:
+// MR × NV accumulators stay in registers through the whole k loop. With a
+// bias (a row of NV·W values, or null) and no accumulate, C = alpha·AB + bias:
+// the bias joins in the store, so C is written once and never read.
+template <class S, int MR, int NV>
+inline void micro_kernel(int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
+                         typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
+                         const typename S::T* bias) {
   using V = typename S::V;
   V acc[MR][NV];
 #pragma GCC unroll 8
@@ -260,17 +258,29 @@ inline void micro_kernel(int64_t depth, Strided<typename S::T> a, const typename
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) acc[m][v] = S::zero();
   for (int64_t k = 0; k < depth; ++k) {
-    V line[NV];
+    V row[NV];
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) line[v] = S::load(b + k * ldb + v * S::W);
+    for (int v = 0; v < NV; ++v) row[v] = S::load(b + k * ldb + v * S::W);
 #pragma GCC unroll 8
     for (int m = 0; m < MR; ++m) {
       const V am = S::set1(a.at(m, k));
 #pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) acc[m][v] = S::fmadd(am, line[v], acc[m][v]);
+      for (int v = 0; v < NV; ++v) acc[m][v] = S::fmadd(am, row[v], acc[m][v]);
     }
   }
-  store(row, col, acc);
+  const V scale = S::set1(alpha);
+#pragma GCC unroll 8
+  for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) {
+      typename S::T* out = c + m * ldc + v * S::W;
+      if (accumulate)
+        S::store(out, S::fmadd(scale, acc[m][v], S::load(out)));
+      else if (bias)
+        S::store(out, S::fmadd(scale, acc[m][v], S::load(bias + v * S::W)));
+      else
+        S::store(out, S::mul(scale, acc[m][v]));
+    }
 }
 
 // Rows per micro-kernel for NV vectors of columns: enough independent
@@ -282,33 +292,36 @@ constexpr int rows_for(int vectors) {
 }
 
 // The remainder rows of a column block: MR − 1 down to 1.
-template <class S, int MR, int NV, class Store>
+template <class S, int MR, int NV>
 void micro_kernel_rows(int64_t rows, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
-                       int64_t row, int64_t col, Store& store) {
+                       typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
+                       const typename S::T* bias) {
   if constexpr (MR >= 1) {
-    if (rows == MR) return micro_kernel<S, MR, NV>(depth, a, b, ldb, row, col, store);
-    micro_kernel_rows<S, MR - 1, NV>(rows, depth, a, b, ldb, row, col, store);
+    if (rows == MR) return micro_kernel<S, MR, NV>(depth, a, b, ldb, c, ldc, alpha, accumulate, bias);
+    micro_kernel_rows<S, MR - 1, NV>(rows, depth, a, b, ldb, c, ldc, alpha, accumulate, bias);
   }
 }
 
-template <class S, int NV, class Store>
+template <class S, int NV>
 void gemm_columns(int64_t rows, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
-                  int64_t col, Store& store) {
+                  typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate, const typename S::T* bias) {
   constexpr int MR = rows_for<S>(NV);
   int64_t m = 0;
   for (; m + MR <= rows; m += MR)
-    micro_kernel<S, MR, NV>(depth, {a.data + m * a.row, a.row, a.col}, b, ldb, m, col, store);
+    micro_kernel<S, MR, NV>(depth, {a.data + m * a.row, a.row, a.col}, b, ldb, c + m * ldc, ldc, alpha, accumulate,
+                            bias);
   if (m < rows)
-    micro_kernel_rows<S, MR - 1, NV>(rows - m, depth, {a.data + m * a.row, a.row, a.col}, b, ldb, m, col, store);
+    micro_kernel_rows<S, MR - 1, NV>(rows - m, depth, {a.data + m * a.row, a.row, a.col}, b, ldb, c + m * ldc, ldc,
+                                     alpha, accumulate, bias);
 }
 
-// The products of A[rows, depth] · B[depth, cols] (cols a multiple of W, B
-// row-major with leading dimension ldb), block by block of MR rows × up to
-// kMaxVectors vectors of columns, each handed to store(row, col, acc) with
-// acc[m][v] = (A·B)[row + m, col + v·W …]. depth 0 hands over zeros.
-template <class S, class Store>
-void gemm_blocks(int64_t rows, int64_t cols, int64_t depth, Strided<typename S::T> a, const typename S::T* b,
-                 int64_t ldb, Store&& store) {
+// C[rows, cols] (= or +=) alpha · A[rows, depth] · B[depth, cols], cols a
+// multiple of W, B and C row-major with leading dimensions ldb and ldc.
+// depth 0 writes (or adds) zeros.
+template <class S>
+void gemm(int64_t rows, int64_t cols, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
+          typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
+          const typename S::T* bias = nullptr) {
   constexpr int NB = S::kMaxVectors;
   const int64_t vectors = cols / S::W;
   for (int64_t v0 = 0; v0 < vectors; v0 += NB) {
@@ -316,47 +329,22 @@ void gemm_blocks(int64_t rows, int64_t cols, int64_t depth, Strided<typename S::
     const int64_t col = v0 * S::W;
     switch (nv) {
       case 1:
-        gemm_columns<S, 1>(rows, depth, a, b + col, ldb, col, store);
+        gemm_columns<S, 1>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate, bias ? bias + col : nullptr);
         break;
       case 2:
-        if constexpr (NB >= 2) gemm_columns<S, 2>(rows, depth, a, b + col, ldb, col, store);
+        if constexpr (NB >= 2) gemm_columns<S, 2>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate,
+                                                  bias ? bias + col : nullptr);
         break;
       case 3:
-        if constexpr (NB >= 3) gemm_columns<S, 3>(rows, depth, a, b + col, ldb, col, store);
+        if constexpr (NB >= 3) gemm_columns<S, 3>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate,
+                                                  bias ? bias + col : nullptr);
         break;
       default:
-        if constexpr (NB >= 4) gemm_columns<S, 4>(rows, depth, a, b + col, ldb, col, store);
+        if constexpr (NB >= 4) gemm_columns<S, 4>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate,
+                                                  bias ? bias + col : nullptr);
         break;
     }
   }
-}
-
-// C[rows, cols] (= or +=) alpha · A[rows, depth] · B[depth, cols], cols a
-// multiple of W, B and C row-major with leading dimensions ldb and ldc.
-// depth 0 writes (or adds) zeros. With a bias (a row of cols values, or
-// null) and no accumulate, C = alpha·AB + bias: the bias joins in the
-// store, so C is written once and never read.
-template <class S>
-void gemm(int64_t rows, int64_t cols, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
-          typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
-          const typename S::T* bias = nullptr) {
-  const auto scale = S::set1(alpha);
-  gemm_blocks<S>(rows, cols, depth, a, b, ldb, [&](int64_t row, int64_t col, auto& acc) {
-    constexpr int MR = static_cast<int>(std::extent_v<std::remove_reference_t<decltype(acc)>, 0>);
-    constexpr int NV = static_cast<int>(std::extent_v<std::remove_reference_t<decltype(acc)>, 1>);
-#pragma GCC unroll 8
-    for (int m = 0; m < MR; ++m)
-#pragma GCC unroll 4
-      for (int v = 0; v < NV; ++v) {
-        typename S::T* out = c + (row + m) * ldc + col + v * S::W;
-        if (accumulate)
-          S::store(out, S::fmadd(scale, acc[m][v], S::load(out)));
-        else if (bias)
-          S::store(out, S::fmadd(scale, acc[m][v], S::load(bias + col + v * S::W)));
-        else
-          S::store(out, S::mul(scale, acc[m][v]));
-      }
-  });
 }
 
 }  // namespace
