@@ -225,34 +225,39 @@ yield_to_other_sessions() {
   fi
 }
 
-# Runs NAMEs (in order) JOBS at a time; a run that must wait for the sweep
-# is retried until nothing else can make progress.
+# Runs NAMEs JOBS at a time, in plan order: whenever a slot is free, the
+# first startable run takes it, so a run that waited for the sweep goes
+# before the runs after it in the plan (not after all of them). Stops when
+# nothing runs and nothing left can start.
 run_names() {
-  local pending=("$@") left name state progressed
+  local pending=("$@") left name state blocked
   [ "$dry_run" = 1 ] || { [ -x "$(tool hkt-train)" ] || { echo "reproduce.sh: no $(tool hkt-train); build it (BUILD=$BUILD)" >&2; exit 1; }; yield_to_other_sessions; make_listops_data; }
   while [ ${#pending[@]} -gt 0 ]; do
-    left=() progressed=0
+    left=() blocked=0
     for name in "${pending[@]}"; do
+      if [ "$blocked" = 1 ]; then left+=("$name"); continue; fi
       state=$(state_of "$name")
       case $state in
-        finished) echo "skip $name (finished)"; progressed=1 ;;
-        running*) echo "skip $name ($state)"; progressed=1 ;;
+        finished) echo "skip $name (finished)" ;;
+        running*) echo "skip $name ($state)" ;;
         wait:*) left+=("$name") ;;
-        *) if [ "$dry_run" = 0 ]; then  # a timing runs alone, a training beside at most JOBS - 1 others
-             while [ "$(busy_slots)" -ge "$([ "${name%%/*}" = cost ] && echo 1 || echo "$JOBS")" ]; do sleep "$POLL"; done
-             running "$name" && continue  # another invocation took it meanwhile
+        *) # a timing runs alone, a training beside at most JOBS - 1 others
+           if [ "$dry_run" = 0 ] &&
+              [ "$(busy_slots)" -ge "$([ "${name%%/*}" = cost ] && echo 1 || echo "$JOBS")" ]; then
+             left+=("$name") blocked=1  # no free slot: look again from the top
+             continue
            fi
-           launch "$name"; progressed=1
+           launch "$name"
            if [ "$dry_run" = 0 ] && [ "${name%%/*}" = cost ]; then wait "$launched"; fi ;;
       esac
     done
     pending=("${left[@]+"${left[@]}"}")
     [ ${#pending[@]} -eq 0 ] && break
-    if [ "$dry_run" = 1 ] || { [ "$progressed" = 0 ] && [ "$(busy_slots)" = 0 ]; }; then
+    if [ "$dry_run" = 1 ] || { [ "$blocked" = 0 ] && [ "$(busy_slots)" = 0 ]; }; then
       for name in "${pending[@]}"; do echo "not started: $name ($(state_of "$name"))"; done
       break
     fi
-    sleep "$((3 * POLL))"
+    sleep "$POLL"
   done
   [ "$dry_run" = 1 ] || wait
 }

@@ -23,6 +23,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 mkdir -p "$out"
+sleep "${FAKE_SECONDS:-0}"
 echo "listops: $model, 1000 parameters, 10 train / 10 val examples, T = 8, 2 steps (1 per epoch)"
 acc=$(awk -v lr="$lr" -v s="$seed" -v m="$model" 'BEGIN { printf "%.4f", 0.3 + (m == "hkt" ? 0.05 : 0) + 0.01 * s - (lr - 0.001) ^ 2 * 1000 }')
 printf '{"type":"train","step":2,"loss":1,"step_ms":10}\n{"type":"eval","step":2,"val_loss":1,"val_accuracy":%s}\n{"type":"test","step":2,"best_step":2,"test_loss":1,"test_accuracy":%s}\n' "$acc" "$acc" >"$out/metrics.jsonl"
@@ -53,6 +54,13 @@ test -f "$RESULTS/listops/mha-seed2/metrics.jsonl" -a -f "$RESULTS/listops/mha-s
 test -f "$RESULTS/data/listops-T512/val.summary.txt" || fail "the data summary was not kept"
 "$repo/scripts/reproduce.sh" run listops >"$folder/out.txt"
 expect "skip listops/hkt-seed2 (finished)" "$folder/out.txt"
+# When a slot frees, the first startable run in plan order takes it: HKT's
+# seed 1, which waited for HKT's sweep, goes before the matched MHA that
+# was ready earlier (one slot, each stand-in run taking a second).
+RUNS="$folder/runs-order" RESULTS="$folder/results-order" JOBS=1 FAKE_SECONDS=1 \
+  "$repo/scripts/reproduce.sh" run listops-lr listops/hkt-seed1 listops-ablation/mha-matched-seed0 >"$folder/out.txt"
+first=$(grep -E -m1 -o 'start (listops/hkt-seed1|listops-ablation/mha-matched-seed0)' "$folder/out.txt" || true)
+test "$first" = "start listops/hkt-seed1" || { cat "$folder/out.txt" >&2; fail "a run that waited for the sweep lost its place in the plan"; }
 mkdir -p "$RUNS/listops-ablation/hkt-L1-seed0" && touch "$RUNS/listops-ablation/hkt-L1-seed0/checkpoint.safetensors"
 "$repo/scripts/reproduce.sh" --dry-run run listops-ablation/hkt-L1-seed0 >"$folder/out.txt"
 expect "hkt-train --resume $RUNS/listops-ablation/hkt-L1-seed0 --threads 1" "$folder/out.txt"
