@@ -219,8 +219,10 @@ def cost_table(results):
            "|---|---|---|---|---|---|"]
     rows = 0
     for levels in (1, 2, 3, 4):
+        # hkt-bench step's output: a machine line, then one "bench": "step" line per model.
         lines = {line["model"]: line for line in read_jsonl(os.path.join(results, "cost", f"step-L{levels}",
-                                                                          "output.jsonl"))}
+                                                                          "output.jsonl"))
+                 if line.get("bench") == "step" and "model" in line}
         if "mha" not in lines or "hkt" not in lines or "median_ms" not in lines["hkt"]:
             continue
         rows += 1

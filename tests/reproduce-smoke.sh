@@ -77,7 +77,7 @@ assert (round(t, 4), round(df, 3), round(p, 4)) == (-3.1623, 3.448, 0.0419), (t,
 # The summary, from the results alone (the run folders removed).
 rm -rf "$RUNS"
 mkdir -p "$RESULTS/cost/step-L3" "$RESULTS/analysis/hkt-seed0"
-printf '{"bench":"step","model":"mha","median_ms":700}\n{"bench":"step","model":"hkt","median_ms":1000}\n' \
+printf '{"machine":"cpu","threads":1}\n{"bench":"step","model":"mha","median_ms":700}\n{"bench":"step","model":"hkt","median_ms":1000}\n' \
   >"$RESULTS/cost/step-L3/output.jsonl"
 printf '{"kurtosis":[{"block":0,"level":"fused","kappa":33.0},{"block":0,"level":0,"kappa":2.0}],"bilinear":[%s]}\n' \
   '{"block":0,"level":0,"head":0,"norm":5.0,"symmetric":4.0,"antisymmetric":3.0}' >"$RESULTS/analysis/hkt-seed0/output.jsonl"
