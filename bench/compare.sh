@@ -25,9 +25,10 @@
 #   PARTS     what to run (default "ours pytorch jax")
 #   OUT       folder for the raw outputs (default runs/compare)
 #
-# Ours, two rows: `hkt-bench step` (bidirectional only; random tokens at full length T: the whole
-# T x T attention, as every other framework computes it; the ratios below use
-# this row), and hkt-train on generated ListOps: at the default sizes,
+# Ours, two rows: `hkt-bench step` (bidirectional only; random tokens at
+# full length T: the whole T x T attention, as every other framework
+# computes it; the ratios below use this row), and hkt-train on generated
+# ListOps: at the default sizes,
 # bidirectional, scripts/step-time.sh with IMPLS=fused (median step_ms of
 # hkt-train's metric lines after step 1); at other sizes or causal, the same
 # hkt-train command with those flags (step-time.sh fixes T = 512 and batch

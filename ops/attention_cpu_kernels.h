@@ -664,7 +664,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
   int64_t shared_rows = 0;
   for (int64_t l = 0; l < levels; ++l) shared_rows += p.level_rows[l] * (l == 0 ? 1 : 2);
   Buffer<T> partial(chunks > 1 ? tasks * shared_rows * dh : 0);
-  Buffer<double> level_grads(tasks * levels);
+  Buffer<double> level_grads(heads * levels);  // dλ per (batch, head), set by finish_head
   const QueryMaps maps(p);
   const bool multiscale = args.forward.level_weights != nullptr;
   // Once a head's dq_l are complete: its dλ_l (into level_grad) and λ_l.
@@ -728,7 +728,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         for (int64_t i0 = p.causal ? j0 : 0; i0 < p.length; i0 += p.tile)  // causally, rows i < j0 see no key here
           backward_tile(w, args, targets, head_index, i0, j0, j1);
       }
-      if (multiscale && chunks == 1) finish_head(head_index, level_grads.data + task * levels);
+      if (multiscale && chunks == 1) finish_head(head_index, level_grads.data + head_index * levels);
     }
   }
   if (chunks > 1) {
@@ -747,16 +747,14 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
           }
           offset += rows * dh;
         }
-      if (multiscale) finish_head(head_index, level_grads.data + head_index * chunks * levels);  // chunk 0's slot
+      if (multiscale) finish_head(head_index, level_grads.data + head_index * levels);
     }
   }
   if (args.grad_level_weights)
     for (int64_t h = 0; h < p.heads; ++h)
       for (int64_t l = 0; l < levels; ++l) {
         double total = 0;
-        for (int64_t b = 0; b < p.batch; ++b)
-          for (int64_t chunk = 0; chunk < chunks; ++chunk)
-            total += level_grads.data[((b * p.heads + h) * chunks + chunk) * levels + l];
+        for (int64_t b = 0; b < p.batch; ++b) total += level_grads.data[(b * p.heads + h) * levels + l];
         args.grad_level_weights[h * levels + l] = static_cast<T>(total);
       }
 }
