@@ -45,6 +45,24 @@ void visit_index(const char* op, DType dtype, Fn&& fn) {
   }
 }
 
+// Σ term(i) for i < n, in a fixed order that vectorises: 16 partial sums
+// (lane i mod 16), then added pairwise. A plain `total += term(i)` is one
+// chain of dependent adds that the compiler may not reorder (no -ffast-math):
+// for LayerNorm's 64-wide rows that chain was most of the op's time. The
+// order depends on n alone, never on threads.
+template <class T, class Term>
+T lane_sum(int64_t n, Term&& term) {
+  constexpr int kLanes = 16;
+  T lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lanes[j] += term(i + j);
+  for (int j = 0; i + j < n; ++j) lanes[j] += term(i + j);
+  for (int half = kLanes / 2; half > 0; half /= 2)
+    for (int j = 0; j < half; ++j) lanes[j] += lanes[j + half];
+  return lanes[0];
+}
+
 void check_defined(const char* op, const Tensor& t, const char* what = "input");
 void check_floating(const char* op, const Tensor& t);
 void check_index(const char* op, const Tensor& t);

@@ -32,11 +32,8 @@ void layer_norm_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, d
     for (int64_t n = 0; n < rows; ++n) {
       const T* row = px + n * width;
       T* y = po + n * width;
-      T total = 0;
-      for (int64_t d = 0; d < width; ++d) total += row[d];
-      const T m = total / static_cast<T>(width);
-      T squares = 0;
-      for (int64_t d = 0; d < width; ++d) squares += (row[d] - m) * (row[d] - m);
+      const T m = lane_sum<T>(width, [&](int64_t d) { return row[d]; }) / static_cast<T>(width);
+      const T squares = lane_sum<T>(width, [&](int64_t d) { return (row[d] - m) * (row[d] - m); });
       const T s = T(1) / std::sqrt(squares / static_cast<T>(width) + static_cast<T>(eps));
       for (int64_t d = 0; d < width; ++d) y[d] = (row[d] - m) * s * w[d] + b[d];
       pm[n] = m;
@@ -81,16 +78,13 @@ void layer_norm_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor
         const T* g = pg + n * width;
         T* dx = pdx + n * width;
         const T m = pm[n], s = pr[n];
-        T dnorm_total = 0, dnorm_xhat_total = 0;
         for (int64_t d = 0; d < width; ++d) {
-          const T xhat = (row[d] - m) * s, dnorm = g[d] * w[d];
-          dnorm_total += dnorm;
-          dnorm_xhat_total += dnorm * xhat;
-          block_weight[d] += g[d] * xhat;
+          block_weight[d] += g[d] * ((row[d] - m) * s);
           block_bias[d] += g[d];
         }
-        const T dnorm_mean = dnorm_total / static_cast<T>(width);
-        const T dnorm_xhat_mean = dnorm_xhat_total / static_cast<T>(width);
+        const T dnorm_mean = lane_sum<T>(width, [&](int64_t d) { return g[d] * w[d]; }) / static_cast<T>(width);
+        const T dnorm_xhat_mean =
+            lane_sum<T>(width, [&](int64_t d) { return g[d] * w[d] * ((row[d] - m) * s); }) / static_cast<T>(width);
         for (int64_t d = 0; d < width; ++d) {
           const T xhat = (row[d] - m) * s;
           dx[d] = s * (g[d] * w[d] - dnorm_mean - xhat * dnorm_xhat_mean);
