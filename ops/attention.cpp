@@ -22,7 +22,7 @@
 namespace hkt {
 
 namespace {
-std::atomic<int64_t> cpu_tile{64};
+std::atomic<int64_t> cpu_tile{128};
 }  // namespace
 
 int64_t attention_cpu_tile() { return cpu_tile.load(); }
@@ -64,7 +64,8 @@ attention_cpu::Problem cpu_problem(const AttentionDims& dims, const Tensor& leng
 Tensor swap_heads_and_time(const Tensor& t) { return permute(t, {0, 2, 1, 3}); }
 
 void check_tile(const char* op, int64_t tile) {
-  check(tile == 8 || tile == 16 || tile == 32 || tile == 64, op, ": tile ", tile, " is not one of 8, 16, 32, 64");
+  check(tile == 8 || tile == 16 || tile == 32 || tile == 64 || tile == 128, op, ": tile ", tile,
+        " is not one of 8, 16, 32, 64, 128");
 }
 
 }  // namespace attention_tiles

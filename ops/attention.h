@@ -33,12 +33,14 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
 struct AttentionDims {
   int64_t batch = 0, heads = 0, length = 0, head_dim = 0;
   bool causal = false;
-  int64_t tile = 64;
+  int64_t tile = 128;
   bool heads_interleaved = false;
 };
 
-// The tile edge the CPU kernels of both fused ops use: 64 unless set. One of
-// 8, 16, 32, 64; small tiles let tests cross many tile boundaries at small T.
+// The tile edge the CPU kernels of both fused ops use: 128 unless set. One of
+// 8, 16, 32, 64, 128; small tiles let tests cross many tile boundaries at
+// small T. A partial last key tile computes only its keys (rounded up to the
+// SIMD width), so a large tile costs padded batches little.
 int64_t attention_cpu_tile();
 void set_attention_cpu_tile(int64_t tile);
 

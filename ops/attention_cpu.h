@@ -29,7 +29,7 @@ struct Problem {
     return ((head_index / heads) * rows * heads + head_index % heads) * head_dim;
   }
   int64_t row_stride() const { return heads_interleaved ? heads * head_dim : head_dim; }
-  int64_t tile = 64;                 // query and key rows per tile, ≤ 64
+  int64_t tile = 128;                // query and key rows per tile, ≤ 128
   const int64_t* lengths = nullptr;  // [batch], valid keys per example, in [1, length]
   bool parallel = true;              // false: one thread (small problems)
   // Multi-scale only: levels, stride, and per level l its rows and block s^l.

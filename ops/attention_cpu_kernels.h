@@ -9,8 +9,8 @@
 // coarse level's tile C_l = q_l k_lᵀ/√dh are register-blocked GEMMs; coarse
 // tiles are causally masked in coarse space (column b > row a is 0), expanded
 // to fine key columns with one load and permute per vector and summed once per
-// level-1 row (the maps nest), and that sum is added to S₀ inside the online
-// softmax's first pass. O += P·V is another GEMM.
+// level-1 row (the maps nest) into the score tile, to which level 0's GEMM
+// adds S₀ as it stores. O += P·V is another GEMM.
 //
 // The softmax runs in base 2 (scores scaled by log2 e, exp2, lse kept as
 // log2_sum_exp), which is the same P for a cheaper exponential.
@@ -112,7 +112,7 @@ struct Workspace {
   const Problem& p;
   const int64_t dh, rs, np, ld;  // head width; the tensors' row stride (Problem::row_stride); tile columns
                                  // padded to W; coarse row stride (np + W: expand reads W past a column < np)
-  Buffer<T> values_t, coarse, combined, scores, grads, acc, pooled, level_sums, level_grad, delta;
+  Buffer<T> values_t, coarse, scores, grads, acc, pooled, level_sums, level_grad, delta;
   // The forward's online-softmax state per query row of the task (rounded up
   // to W rows: the rescale runs over rows as vectors): the running maximum,
   // the next tile's maximum, the rescale factor, and the running sum as W
@@ -126,10 +126,11 @@ struct Workspace {
   // What depends on the query tile alone, the same for every head and key
   // tile, so built once per tile index and call (query_tables):
   // combine_levels' [level-1 row][coarse level] coarse row a term reads (a
-  // row of ld zeros where the term is not allowed yet, causal), and
-  // pool_level's [level][coarse row] run of finer rows (first, count).
+  // row of ld zeros where the term is not allowed yet, causal), and per
+  // [level][coarse row] its run of finer rows (first, count): combine_levels
+  // stores level 1's sums to those fine rows, pool_level sums them.
   Buffer<const T*> level_sources;
-  Buffer<int32_t> pool_runs;
+  Buffer<int32_t> level_runs;
   Buffer<int32_t> tables_ready;  // [query tile]
   Buffer<T> zero_row;
   const T* v = nullptr;
@@ -143,7 +144,6 @@ struct Workspace {
         ld(np + S::W),
         values_t(backward ? problem.head_dim * np : 0),
         coarse(problem.levels * (problem.tile + 1) * ld),
-        combined((problem.tile + 1) * np),
         scores(problem.tile * np),
         grads(backward ? problem.tile * np : 0),
         acc(backward ? 0 : problem.tile * problem.head_dim),
@@ -162,7 +162,7 @@ struct Workspace {
         k(problem.levels),
         weight(problem.levels),
         level_sources(query_tiles(problem) * (problem.tile + 1) * problem.levels),
-        pool_runs(backward ? query_tiles(problem) * problem.levels * (problem.tile + 1) * 2 : 0),
+        level_runs(query_tiles(problem) * problem.levels * (problem.tile + 1) * 2),
         tables_ready(query_tiles(problem)),
         zero_row(np + S::W) {}
 
@@ -170,14 +170,6 @@ struct Workspace {
 
   const T* level_keys(int64_t l) const { return keys.keys_t + l * dh * np; }
   T* level_coarse(int64_t l) { return coarse.data + l * (p.tile + 1) * ld; }
-  // The coarse levels' part of fine row i0 + r's scores (combine_levels), or
-  // null where no coarse term is allowed yet (causal, before the first block).
-  const T* coarse_scores(int64_t i0, int64_t r) const {
-    if (p.levels < 2 || query_rows.data[1].rows <= 0) return nullptr;
-    const int64_t a = query_index(1, i0 + r);
-    return a < 0 ? nullptr : combined.data + (a - query_rows.data[1].row0) * np;
-  }
-
   // SPEC section 3's query map q_l(i) (−1: no complete block yet, causal),
   // tabulated once per call (QueryMaps): no division in the inner loops.
   const int32_t* query_maps = nullptr;  // [levels][length]
@@ -249,17 +241,17 @@ template <class S>
 void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows);
 
 // The fused scores of queries [i0, i1) × the loaded key tile, scale and λ
-// included: level 0's in w.scores[r · np + c], the coarse levels' summed in
-// w.combined (w.coarse_scores(i0, r) finds a row's). Each level's coarse tile
-// stays in its slot (causally masked), its query rows in w.query_rows.
+// included, in w.scores[r · np + c]: the coarse levels' terms first
+// (combine_levels), then level 0's GEMM adds its product as it stores (one
+// pass over the tile, and the softmax reads finished scores). Each level's
+// coarse tile stays in its slot (causally masked), its query rows in
+// w.query_rows.
 template <class S>
 void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) {
   using T = typename S::T;
   const Problem& p = w.p;
   const int64_t rows = i1 - i0, np = w.np, dh = w.dh, rs = w.rs;
   w.query_rows.data[0] = {i0, rows};
-  gemm<S>(rows, np, dh, {w.q.data[0] + i0 * rs, rs, 1}, w.level_keys(0), np, w.scores.data, np,
-          scale * w.weight.data[0], false);
   for (int64_t l = 1; l < p.levels; ++l) {
     const KeyGeometry& t = w.keys.geometry[l];
     QueryGeometry& g = w.query_rows.data[l];
@@ -276,14 +268,16 @@ void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) 
       }
   }
   combine_levels(w, i0, rows);
+  gemm<S>(rows, w.keys.geometry[0].padded, dh, {w.q.data[0] + i0 * rs, rs, 1}, w.level_keys(0), np, w.scores.data,
+          np, scale * w.weight.data[0], /*accumulate=*/p.levels > 1);
 }
 
-// The query tile at i0's tables (Workspace::level_sources, pool_runs), built
+// The query tile at i0's tables (Workspace::level_sources, level_runs), built
 // on the tile's first use in a call; fused_scores has set w.query_rows.
 template <class T>
 struct QueryTables {
   const T* const* sources;  // [level-1 row][coarse level]
-  const int32_t* runs;      // [level][coarse row][first finer row − the finer tile's first, count]; backward only
+  const int32_t* runs;      // [level][coarse row][first finer row − the finer tile's first, count]
 };
 
 template <class S>
@@ -292,7 +286,7 @@ QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t row
   const Problem& p = w.p;
   const int64_t tile = i0 / p.tile, coarse_levels = p.levels - 1;
   const T** sources = w.level_sources.data + tile * (p.tile + 1) * p.levels;
-  int32_t* runs = w.pool_runs.data ? w.pool_runs.data + tile * p.levels * (p.tile + 1) * 2 : nullptr;
+  int32_t* runs = w.level_runs.data + tile * p.levels * (p.tile + 1) * 2;
   if (!w.tables_ready.data[tile]) {
     const QueryGeometry& first = w.query_rows.data[1];
     int64_t r = 0;
@@ -307,7 +301,7 @@ QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t row
     }
     // Coarse row a of level l sums a run of level l − 1's rows (fine rows for
     // l = 1; before the first complete block the map is −1, causal).
-    for (int64_t l = 1; runs && l < p.levels; ++l) {
+    for (int64_t l = 1; l < p.levels; ++l) {
       const QueryGeometry& g = w.query_rows.data[l];
       const int64_t finer_row0 = l == 1 ? i0 : w.query_rows.data[l - 1].row0;
       auto finer_row = [&](int64_t fine) { return l == 1 ? i0 + fine : w.query_index(l - 1, i0 + fine); };
@@ -326,38 +320,50 @@ QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t row
   return {sources, runs};
 }
 
-// The coarse levels' scores at fine key resolution, once per level-1 row:
-//   combined[a, ·] = Σ_{l ≥ 1} λ_l · C_l[q_l(a), column_l[·]].
-// The maps nest (every fine row of level-1 row a has the same q_l for l ≥ 2),
-// so a fine row's scores are S₀[r, ·] + combined[q_1(i0 + r), ·]: the passes
-// that read S anyway (the softmax, P = exp(S − lse)) add it there, and the
-// permutes run once per level-1 row instead of once per fine row and level.
-// It runs level by level over all the rows: level 1 writes each output
-// vector, coarser levels add to it.
+// The coarse levels' scores at fine key resolution, written into the score
+// tile for level 0's GEMM to add to:
+//   S[r, ·] = Σ_{l ≥ 1} λ_l · C_l[q_l(i0 + r), column_l[·]].
+// The maps nest (every fine row of level-1 row a has the same q_l for
+// l ≥ 2), so a level-1 row's sum is formed once, in registers, and stored to
+// each of its fine rows; fine rows before the first complete block (causal)
+// get 0.
 template <class S>
 void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
   using T = typename S::T;
   using V = typename S::V;
   const Problem& p = w.p;
   if (p.levels < 2) return;
-  const int64_t np = w.np, vectors = np / S::W, coarse_levels = p.levels - 1;
+  // The tile's key vectors (a partial last tile has fewer); window_base rows are np / W long.
+  const int64_t np = w.np, vectors = w.keys.geometry[0].padded / S::W, per_level = np / S::W;
+  const int64_t coarse_levels = p.levels - 1;
   const QueryGeometry& first = w.query_rows.data[1];
+  const QueryTables<T> tables = query_tables(w, i0, rows);
+  const int32_t* runs = tables.runs + (p.tile + 1) * 2;  // level 1's: fine rows relative to i0
+  const int64_t covered = first.rows > 0 ? runs[0] : rows;
+  std::fill(w.scores.data, w.scores.data + covered * np, T(0));
   // Looked up, not computed: the vector loop below has no chain of dependent loads.
-  const T* const* sources = query_tables(w, i0, rows).sources;
+  const T* const* sources = tables.sources;
   for (int64_t v = 0; v < vectors; ++v) {
-    for (int64_t l = 1; l < p.levels; ++l) {
-      const int32_t base = w.keys.window_base[l * vectors + v];
-      const auto index = S::load_index(w.keys.window_index + l * np + v * S::W);
-      const V lambda = S::set1(w.weight.data[l]);
-      T* out = w.combined.data + v * S::W;
-      const T* const* row_sources = sources + l - 1;
-      if (l == 1)
-        for (int64_t a = 0; a < first.rows; ++a)
-          S::store(out + a * np, S::mul(lambda, S::expand(row_sources[a * coarse_levels] + base, index)));
-      else
-        for (int64_t a = 0; a < first.rows; ++a)
-          S::store(out + a * np, S::fmadd(lambda, S::expand(row_sources[a * coarse_levels] + base, index),
-                                          S::load(out + a * np)));
+    // Level 1's and 2's permutes and λ held in registers across the rows;
+    // levels past 2 (rare) are looked up per row.
+    const int32_t base1 = w.keys.window_base[per_level + v];
+    const auto index1 = S::load_index(w.keys.window_index + np + v * S::W);
+    const V lambda1 = S::set1(w.weight.data[1]);
+    const int32_t base2 = coarse_levels > 1 ? w.keys.window_base[2 * per_level + v] : 0;
+    const auto index2 = S::load_index(w.keys.window_index + (coarse_levels > 1 ? 2 : 1) * np + v * S::W);
+    const V lambda2 = S::set1(coarse_levels > 1 ? w.weight.data[2] : T(0));
+    for (int64_t a = 0; a < first.rows; ++a) {
+      const T* const* row_sources = sources + a * coarse_levels;
+      V total = S::mul(lambda1, S::expand(row_sources[0] + base1, index1));
+      if (coarse_levels > 1) total = S::fmadd(lambda2, S::expand(row_sources[1] + base2, index2), total);
+      for (int64_t l = 3; l < p.levels; ++l)
+        total = S::fmadd(S::set1(w.weight.data[l]),
+                         S::expand(row_sources[l - 1] + w.keys.window_base[l * per_level + v],
+                                   S::load_index(w.keys.window_index + l * np + v * S::W)),
+                         total);
+      T* out = w.scores.data + runs[2 * a] * np + v * S::W;
+      S::store(out, total);
+      for (int32_t f = 1; f < runs[2 * a + 1]; ++f) S::store(out + f * np, total);
     }
   }
 }
@@ -377,7 +383,9 @@ void softmax_tile(Workspace<S>& w, int64_t i0, int64_t rows, int64_t j0, int64_t
   using T = typename S::T;
   using V = typename S::V;
   const Problem& p = w.p;
-  const int64_t np = w.np, dh = w.dh;
+  // Columns past the tile's keys (rounded up to W) are never read: the
+  // P·V GEMM's depth is the tile's key count.
+  const int64_t np = w.np, dh = w.dh, padded = w.keys.geometry[0].padded;
   constexpr T inf = std::numeric_limits<T>::infinity();
   auto key_count = [&](int64_t r) { return std::min(key_limit(i0 + r, w.valid, p.causal), j1) - j0; };
   for (int64_t r = 0; r < rows; ++r) {
@@ -387,8 +395,6 @@ void softmax_tile(Workspace<S>& w, int64_t i0, int64_t rows, int64_t j0, int64_t
       w.next_max.data[r] = w.row_max.data[r];
       continue;
     }
-    if (const T* coarse = w.coarse_scores(i0, r))
-      for (int64_t c = 0; c < np; c += S::W) S::store(s + c, S::add(S::load(s + c), S::load(coarse + c)));
     V tile_max = S::set1(-inf);
     for (int64_t c = 0; c < count; c += S::W) tile_max = S::max(tile_max, S::keep_first(S::load(s + c), count - c, -inf));
     w.next_max.data[r] = std::max(w.row_max.data[r], S::reduce_max(tile_max));
@@ -411,13 +417,13 @@ void softmax_tile(Workspace<S>& w, int64_t i0, int64_t rows, int64_t j0, int64_t
     for (int64_t d = 0; d < dh; d += S::W) S::store(o + d, S::mul(correction, S::load(o + d)));
     T* sums = w.row_sums.data + r * S::W;
     if (count <= 0) {
-      std::fill(s, s + np, T(0));
+      std::fill(s, s + padded, T(0));
       continue;
     }
     const V shift = S::set1(w.row_max.data[r]);
     V total = S::mul(correction, S::load(sums));
 #pragma GCC unroll 4
-    for (int64_t c = 0; c < np; c += S::W) {
+    for (int64_t c = 0; c < padded; c += S::W) {
       const V e = S::keep_first(S::exp2(S::sub(S::load(s + c), shift)), count - c, T(0));
       S::store(s + c, e);
       total = S::add(total, e);
@@ -510,7 +516,7 @@ void pool_level(Workspace<S>& w, int64_t l, int64_t i0, int64_t rows, const type
   const KeyGeometry& t = w.keys.geometry[l];
   const KeyGeometry& finer = w.keys.geometry[l - 1];
   const QueryGeometry& g = w.query_rows.data[l];
-  const int64_t np = w.np, finer_padded = l == 1 ? np : finer.padded;
+  const int64_t np = w.np, finer_padded = l == 1 ? w.keys.geometry[0].padded : finer.padded;
   const int32_t* runs = query_tables(w, i0, rows).runs + l * (w.p.tile + 1) * 2;
   // Rows: coarse row a sums its run of finer rows, in registers.
   auto row_sum = [&](const T* in, int64_t count, int64_t c) {
@@ -598,7 +604,10 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   const T* grad_out = args.grad_out + p.head_offset(head_index, p.length);
   const T* lse = args.forward.log2_sum_exp + head_index * p.length;
   fused_scores(w, i0, i1, scale * kLog2e<T>);
-  gemm<S>(rows, np, dh, {grad_out + i0 * rs, rs, 1}, w.values_t.data, np, w.grads.data, np, T(1), false);
+  // Only the tile's keys, rounded up to W (a partial last tile): the GEMMs
+  // below read no column past them, pooling none past padded either.
+  const int64_t padded = w.keys.geometry[0].padded;
+  gemm<S>(rows, padded, dh, {grad_out + i0 * rs, rs, 1}, w.values_t.data, np, w.grads.data, np, T(1), false);
   // scores → P = exp(S − lse), 0 at masked keys; grads: dP → dS = P ⊙ (dP − D).
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = i0 + r;
@@ -606,10 +615,8 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
     const V shift = S::set1(lse[i]), delta = S::set1(w.delta.data[i]);
     T* s = w.scores.data + r * np;
     T* ds = w.grads.data + r * np;
-    const T* coarse = w.coarse_scores(i0, r);
-    for (int64_t c = 0; c < np; c += S::W) {
-      const V score = coarse ? S::add(S::load(s + c), S::load(coarse + c)) : S::load(s + c);
-      const V prob = S::keep_first(S::exp2(S::sub(score, shift)), count - c, T(0));
+    for (int64_t c = 0; c < padded; c += S::W) {
+      const V prob = S::keep_first(S::exp2(S::sub(S::load(s + c), shift)), count - c, T(0));
       S::store(s + c, prob);
       S::store(ds + c, S::mul(prob, S::sub(S::load(ds + c), delta)));
     }

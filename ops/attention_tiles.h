@@ -18,7 +18,7 @@ Tensor checked_lengths(const char* op, const Tensor& lengths, int64_t batch, int
 // lengths: the checked int64 lengths on the CPU.
 attention_cpu::Problem cpu_problem(const AttentionDims& dims, const Tensor& lengths);
 
-// tile must be one of 8, 16, 32, 64 (the CPU kernels' tile edge); messages name `op`.
+// tile must be one of 8, 16, 32, 64, 128 (the CPU kernels' tile edge); messages name `op`.
 void check_tile(const char* op, int64_t tile);
 
 // The problem's sizes from a [B, H, T, dh] (BTHD: [B, T, H, dh]) tensor, with the CPU tile edge.

@@ -58,7 +58,7 @@ bool bitwise_equal(const Tensor& a, const Tensor& b) { return a.to_vector<double
 }  // namespace
 
 TEST_CASE("attention equals gemm → masked_fill → softmax → matmul, forward and gradients") {
-  for (int64_t tile : {8, 64}) {
+  for (int64_t tile : {8, 64, 128}) {
     TileScope scope(tile);
     for (int64_t length : {1, 7, 37, 70, 130})
       for (bool causal : {false, true}) {

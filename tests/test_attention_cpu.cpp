@@ -277,7 +277,7 @@ TEST_CASE("fused attention in float32 on every CPU path equals the float64 compo
   for (const auto* path : paths_under_test()) {
     PathScope scope(path->name);
     for (int64_t head_dim : {16, 32, 64, 128})
-      for (int64_t tile : {8, 64}) {
+      for (int64_t tile : {8, 64, 128}) {
         TileScope tiles(tile);
         for (int64_t levels : head_dim <= 32 ? std::vector<int64_t>{1, 2, 3, 4, 8} : std::vector<int64_t>{1, 3})
           for (int64_t stride : levels == 1 ? std::vector<int64_t>{2} : std::vector<int64_t>{2, 3})

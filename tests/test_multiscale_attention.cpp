@@ -96,8 +96,8 @@ void compare_with_reference(int64_t length, int64_t levels, int64_t stride, bool
 }  // namespace
 
 TEST_CASE("multiscale_attention equals the composed HKT scores, forward and every gradient") {
-  // Tile 8 crosses many tile and block boundaries; tile 64 (the default) only matters past one tile.
-  for (int64_t tile : {8, 64}) {
+  // Tile 8 crosses many tile and block boundaries; tiles 64 and 128 (the default) only matter past one tile.
+  for (int64_t tile : {8, 64, 128}) {
     TileScope scope(tile);
     for (int64_t length : tile == 8 ? std::vector<int64_t>{1, 7, 37, 70, 130} : std::vector<int64_t>{37, 70, 130})
       for (int64_t levels : {1, 2, 3, 4})
