@@ -22,13 +22,16 @@
 namespace hkt {
 
 namespace {
-std::atomic<int64_t> cpu_tile{128};
+std::atomic<int64_t> cpu_tile{0};  // 0: the default for the problem
 }  // namespace
 
-int64_t attention_cpu_tile() { return cpu_tile.load(); }
+int64_t attention_cpu_tile(bool causal) {
+  const int64_t tile = cpu_tile.load();
+  return tile != 0 ? tile : causal ? 64 : 128;
+}
 
 void set_attention_cpu_tile(int64_t tile) {
-  attention_tiles::check_tile("set_attention_cpu_tile", tile);
+  if (tile != 0) attention_tiles::check_tile("set_attention_cpu_tile", tile);
   cpu_tile.store(tile);
 }
 

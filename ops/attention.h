@@ -33,15 +33,19 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
 struct AttentionDims {
   int64_t batch = 0, heads = 0, length = 0, head_dim = 0;
   bool causal = false;
-  int64_t tile = 128;
+  int64_t tile = 128;  // filled from attention_cpu_tile(causal)
   bool heads_interleaved = false;
 };
 
-// The tile edge the CPU kernels of both fused ops use: 128 unless set. One of
-// 8, 16, 32, 64, 128; small tiles let tests cross many tile boundaries at
-// small T. A partial last key tile computes only its keys (rounded up to the
-// SIMD width), so a large tile costs padded batches little.
-int64_t attention_cpu_tile();
+// The tile edge the CPU kernels of both fused ops use for a problem: the one
+// set, or by default 128 bidirectionally and 64 causally (the fastest at
+// T = 512, dh = 16: a causal diagonal tile computes about half its scores
+// for nothing, so a larger tile wastes more). A partial last key tile
+// computes only its keys, rounded up to the SIMD width, so a large tile
+// costs padded batches little. set_attention_cpu_tile takes 8, 16, 32, 64 or
+// 128 for every call, or 0 for the default again; small tiles let tests
+// cross many tile boundaries at small T.
+int64_t attention_cpu_tile(bool causal = false);
 void set_attention_cpu_tile(int64_t tile);
 
 // The kernels' signatures, one declaration for every device's registration

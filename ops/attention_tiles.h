@@ -29,7 +29,7 @@ inline void fill_dims(AttentionDims& dims, const Tensor& like, bool causal, Head
   dims.length = like.size(dims.heads_interleaved ? 1 : 2);
   dims.head_dim = like.size(3);
   dims.causal = causal;
-  dims.tile = attention_cpu_tile();
+  dims.tile = attention_cpu_tile(causal);
 }
 
 // "[B, H, T, dh]" or "[B, T, H, dh]", for messages.

@@ -7,7 +7,7 @@ namespace hkt::testing {
 
 struct TileScope {
   explicit TileScope(int64_t tile) { set_attention_cpu_tile(tile); }
-  ~TileScope() { set_attention_cpu_tile(64); }
+  ~TileScope() { set_attention_cpu_tile(0); }  // the default again
 };
 
 struct ThreadScope {

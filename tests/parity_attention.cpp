@@ -53,7 +53,7 @@ AttentionDims attention_dims(const Tensor& like, bool causal) {
   dims.length = like.size(2);
   dims.head_dim = like.size(3);
   dims.causal = causal;
-  dims.tile = attention_cpu_tile();
+  dims.tile = attention_cpu_tile(causal);
   return dims;
 }
 

@@ -153,4 +153,17 @@ TEST_CASE("attention errors name the op and the shapes") {
   CHECK_THROWS_WITH(attention(q, k, v, Tensor::from_doubles({5, 5}, {2}, DType::Float32), false),
                     Catch::Contains("int32 or int64"));
   CHECK_THROWS_WITH(set_attention_cpu_tile(12), Catch::Contains("tile 12"));
+  CHECK_THROWS_WITH(set_attention_cpu_tile(256), Catch::Contains("tile 256"));
+}
+
+TEST_CASE("the CPU tile: 128 bidirectionally and 64 causally unless set; 0 restores that") {
+  CHECK(attention_cpu_tile(false) == 128);
+  CHECK(attention_cpu_tile(true) == 64);
+  {
+    TileScope scope(32);
+    CHECK(attention_cpu_tile(false) == 32);
+    CHECK(attention_cpu_tile(true) == 32);
+  }
+  CHECK(attention_cpu_tile(false) == 128);
+  CHECK(attention_cpu_tile(true) == 64);
 }

@@ -71,7 +71,7 @@ struct Options {
   int threads = 0;  // 0: OpenMP's default
   int repeats = 3;
   bool causal = false;
-  std::string tile = "128";  // the CPU kernels' tile edge (set_attention_cpu_tile)
+  std::string tile = "auto";  // the CPU kernels' tile edge (set_attention_cpu_tile)
 };
 
 double paper_bound(int64_t levels) {
@@ -227,8 +227,8 @@ void declare_flags(cli::Flags& flags) {
   flags.add_int("threads", 0, "CPU threads (0: OMP_NUM_THREADS or all cores)", 0, cli::kThreadsMax);
   flags.add_int("repeats", 3, "timed runs per case (the best counts)", 1, 1000);
   flags.add_switch("causal", "causal attention (default: bidirectional)");
-  flags.add_choice("tile", "128", {"8", "16", "32", "64", "128"},
-                   "CPU kernels' tile edge, queries x keys (the library's default: 128)");
+  flags.add_choice("tile", "auto", {"auto", "8", "16", "32", "64", "128"},
+                   "CPU kernels' tile edge, queries x keys (auto: the library's default, 128; causal 64)");
   flags.add_switch("fused-only", "skip the composed references");
   flags.add("case", "", "internal: the one case a child process runs (op,impl,levels,length)");
 }
@@ -303,7 +303,7 @@ namespace {
 int run_bench(const cli::Flags& flags, char** argv) {
   Case child;
   const Options options = to_options(flags, child);
-  set_attention_cpu_tile(std::stoll(options.tile));  // parent and child alike
+  set_attention_cpu_tile(options.tile == "auto" ? 0 : std::stoll(options.tile));  // parent and child alike
   require_cuda(options);
   if (flags.was_given("case")) return run_case(child, options);
 
