@@ -9,8 +9,8 @@
 // coarse level's tile C_l = q_l k_lᵀ/√dh are register-blocked GEMMs; coarse
 // tiles are causally masked in coarse space (column b > row a is 0), expanded
 // to fine key columns with one load and permute per vector and summed once per
-// level-1 row (the maps nest) into the score tile, to which level 0's GEMM
-// adds S₀ as it stores. O += P·V is another GEMM.
+// level-1 row (the maps nest); level 0's GEMM adds a fine row's sum as it
+// stores S₀ (a row pointer per fine row). O += P·V is another GEMM.
 //
 // The softmax runs in base 2 (scores scaled by log2 e, exp2, lse kept as
 // log2_sum_exp), which is the same P for a cheaper exponential.
@@ -112,7 +112,7 @@ struct Workspace {
   const Problem& p;
   const int64_t dh, rs, np, ld;  // head width; the tensors' row stride (Problem::row_stride); tile columns
                                  // padded to W; coarse row stride (np + W: expand reads W past a column < np)
-  Buffer<T> values_t, coarse, scores, grads, acc, pooled, level_sums, level_grad, delta;
+  Buffer<T> values_t, coarse, combined, scores, grads, acc, pooled, level_sums, level_grad, delta;
   // The forward's online-softmax state per query row of the task (rounded up
   // to W rows: the rescale runs over rows as vectors): the running maximum,
   // the next tile's maximum, the rescale factor, and the running sum as W
@@ -126,11 +126,12 @@ struct Workspace {
   // What depends on the query tile alone, the same for every head and key
   // tile, so built once per tile index and call (query_tables):
   // combine_levels' [level-1 row][coarse level] coarse row a term reads (a
-  // row of ld zeros where the term is not allowed yet, causal), and per
-  // [level][coarse row] its run of finer rows (first, count): combine_levels
-  // stores level 1's sums to those fine rows, pool_level sums them.
-  Buffer<const T*> level_sources;
-  Buffer<int32_t> level_runs;
+  // row of ld zeros where the term is not allowed yet, causal); per fine row
+  // the row of `combined` level 0's GEMM adds (zeros before the first
+  // complete block); pool_level's [level][coarse row] run of finer rows
+  // (first, count).
+  Buffer<const T*> level_sources, fine_addends;
+  Buffer<int32_t> pool_runs;
   Buffer<int32_t> tables_ready;  // [query tile]
   Buffer<T> zero_row;
   const T* v = nullptr;
@@ -144,6 +145,7 @@ struct Workspace {
         ld(np + S::W),
         values_t(backward ? problem.head_dim * np : 0),
         coarse(problem.levels * (problem.tile + 1) * ld),
+        combined((problem.tile + 1) * np),
         scores(problem.tile * np),
         grads(backward ? problem.tile * np : 0),
         acc(backward ? 0 : problem.tile * problem.head_dim),
@@ -162,7 +164,8 @@ struct Workspace {
         k(problem.levels),
         weight(problem.levels),
         level_sources(query_tiles(problem) * (problem.tile + 1) * problem.levels),
-        level_runs(query_tiles(problem) * problem.levels * (problem.tile + 1) * 2),
+        fine_addends(query_tiles(problem) * problem.tile),
+        pool_runs(backward ? query_tiles(problem) * problem.levels * (problem.tile + 1) * 2 : 0),
         tables_ready(query_tiles(problem)),
         zero_row(np + S::W) {}
 
@@ -238,12 +241,13 @@ void load_keys(const Problem& p, const typename S::T* const* keys, int64_t np, i
 }
 
 template <class S>
-void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows);
+const typename S::T* const* combine_levels(Workspace<S>& w, int64_t i0, int64_t rows);
 
 // The fused scores of queries [i0, i1) × the loaded key tile, scale and λ
-// included, in w.scores[r · np + c]: the coarse levels' terms first
-// (combine_levels), then level 0's GEMM adds its product as it stores (one
-// pass over the tile, and the softmax reads finished scores). Each level's
+// included, in w.scores[r · np + c]: the coarse levels' terms first, once
+// per level-1 row (combine_levels), then level 0's GEMM adds each fine row's
+// as it stores (no pass over the tile for them; the softmax reads finished
+// scores). Each level's
 // coarse tile stays in its slot (causally masked), its query rows in
 // w.query_rows.
 template <class S>
@@ -267,17 +271,19 @@ void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) 
         std::fill(coarse + a * w.ld + first_masked, coarse + a * w.ld + t.padded, T(0));
       }
   }
-  combine_levels(w, i0, rows);
+  RowAddend<T> coarse_terms;
+  if (p.levels > 1) coarse_terms = {combine_levels(w, i0, rows), 1, 0};
   gemm<S>(rows, w.keys.geometry[0].padded, dh, {w.q.data[0] + i0 * rs, rs, 1}, w.level_keys(0), np, w.scores.data,
-          np, scale * w.weight.data[0], /*accumulate=*/p.levels > 1);
+          np, scale * w.weight.data[0], false, coarse_terms);
 }
 
-// The query tile at i0's tables (Workspace::level_sources, level_runs), built
+// The query tile at i0's tables (Workspace::level_sources, fine_addends, pool_runs), built
 // on the tile's first use in a call; fused_scores has set w.query_rows.
 template <class T>
 struct QueryTables {
   const T* const* sources;  // [level-1 row][coarse level]
-  const int32_t* runs;      // [level][coarse row][first finer row − the finer tile's first, count]
+  const T* const* addends;  // [fine row]
+  const int32_t* runs;      // [level][coarse row][first finer row − the finer tile's first, count]; backward only
 };
 
 template <class S>
@@ -286,7 +292,8 @@ QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t row
   const Problem& p = w.p;
   const int64_t tile = i0 / p.tile, coarse_levels = p.levels - 1;
   const T** sources = w.level_sources.data + tile * (p.tile + 1) * p.levels;
-  int32_t* runs = w.level_runs.data + tile * p.levels * (p.tile + 1) * 2;
+  const T** addends = w.fine_addends.data + tile * p.tile;
+  int32_t* runs = w.pool_runs.data ? w.pool_runs.data + tile * p.levels * (p.tile + 1) * 2 : nullptr;
   if (!w.tables_ready.data[tile]) {
     const QueryGeometry& first = w.query_rows.data[1];
     int64_t r = 0;
@@ -299,9 +306,13 @@ QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t row
             g.rows <= 0 || row < 0 ? w.zero_row.data : w.level_coarse(l) + (row - g.row0) * w.ld;
       }
     }
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t a = w.query_index(1, i0 + r);
+      addends[r] = first.rows <= 0 || a < 0 ? w.zero_row.data : w.combined.data + (a - first.row0) * w.np;
+    }
     // Coarse row a of level l sums a run of level l − 1's rows (fine rows for
     // l = 1; before the first complete block the map is −1, causal).
-    for (int64_t l = 1; l < p.levels; ++l) {
+    for (int64_t l = 1; runs && l < p.levels; ++l) {
       const QueryGeometry& g = w.query_rows.data[l];
       const int64_t finer_row0 = l == 1 ? i0 : w.query_rows.data[l - 1].row0;
       auto finer_row = [&](int64_t fine) { return l == 1 ? i0 + fine : w.query_index(l - 1, i0 + fine); };
@@ -317,30 +328,26 @@ QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t row
     }
     w.tables_ready.data[tile] = 1;
   }
-  return {sources, runs};
+  return {sources, addends, runs};
 }
 
-// The coarse levels' scores at fine key resolution, written into the score
-// tile for level 0's GEMM to add to:
-//   S[r, ·] = Σ_{l ≥ 1} λ_l · C_l[q_l(i0 + r), column_l[·]].
+// The coarse levels' scores at fine key resolution, once per level-1 row:
+//   combined[a, ·] = Σ_{l ≥ 1} λ_l · C_l[q_l(a), column_l[·]].
 // The maps nest (every fine row of level-1 row a has the same q_l for
-// l ≥ 2), so a level-1 row's sum is formed once, in registers, and stored to
-// each of its fine rows; fine rows before the first complete block (causal)
-// get 0.
+// l ≥ 2), so a fine row's coarse terms are combined[q_1(i0 + r), ·], which
+// level 0's GEMM adds as it stores (returned: the row per fine row, zeros
+// before the first complete block, causal). Only the tile's keys are
+// expanded (a partial last tile has fewer).
 template <class S>
-void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
+const typename S::T* const* combine_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
   using T = typename S::T;
   using V = typename S::V;
   const Problem& p = w.p;
-  if (p.levels < 2) return;
-  // The tile's key vectors (a partial last tile has fewer); window_base rows are np / W long.
+  // window_base rows are np / W long.
   const int64_t np = w.np, vectors = w.keys.geometry[0].padded / S::W, per_level = np / S::W;
   const int64_t coarse_levels = p.levels - 1;
   const QueryGeometry& first = w.query_rows.data[1];
   const QueryTables<T> tables = query_tables(w, i0, rows);
-  const int32_t* runs = tables.runs + (p.tile + 1) * 2;  // level 1's: fine rows relative to i0
-  const int64_t covered = first.rows > 0 ? runs[0] : rows;
-  std::fill(w.scores.data, w.scores.data + covered * np, T(0));
   // Looked up, not computed: the vector loop below has no chain of dependent loads.
   const T* const* sources = tables.sources;
   for (int64_t v = 0; v < vectors; ++v) {
@@ -352,6 +359,7 @@ void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
     const int32_t base2 = coarse_levels > 1 ? w.keys.window_base[2 * per_level + v] : 0;
     const auto index2 = S::load_index(w.keys.window_index + (coarse_levels > 1 ? 2 : 1) * np + v * S::W);
     const V lambda2 = S::set1(coarse_levels > 1 ? w.weight.data[2] : T(0));
+    T* out = w.combined.data + v * S::W;
     for (int64_t a = 0; a < first.rows; ++a) {
       const T* const* row_sources = sources + a * coarse_levels;
       V total = S::mul(lambda1, S::expand(row_sources[0] + base1, index1));
@@ -361,11 +369,10 @@ void combine_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
                          S::expand(row_sources[l - 1] + w.keys.window_base[l * per_level + v],
                                    S::load_index(w.keys.window_index + l * np + v * S::W)),
                          total);
-      T* out = w.scores.data + runs[2 * a] * np + v * S::W;
-      S::store(out, total);
-      for (int32_t f = 1; f < runs[2 * a + 1]; ++f) S::store(out + f * np, total);
+      S::store(out + a * np, total);
     }
   }
+  return tables.addends;
 }
 
 // ---- forward -------------------------------------------------------------------
@@ -771,7 +778,9 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
 template <class S>
 void gemm_entry(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_row, int64_t a_col,
                 const float* b, int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate, const float* bias) {
-  gemm<S>(rows, cols, depth, {a, a_row, a_col}, b, ldb, c, ldc, alpha, accumulate, bias);
+  const float* const bias_row[1] = {bias};  // one row added to every row (step 0)
+  gemm<S>(rows, cols, depth, {a, a_row, a_col}, b, ldb, c, ldc, alpha, accumulate,
+          bias ? RowAddend<float>{bias_row, 0, 0} : RowAddend<float>{});
 }
 
 template <class S, typename S::V (*F)(typename S::V)>

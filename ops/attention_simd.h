@@ -243,14 +243,28 @@ struct Strided {
   T at(int64_t m, int64_t k) const { return data[m * row + k * col]; }
 };
 
+// What a GEMM adds to row m of its product as it stores it:
+// rows[m · step] + col. step 0 adds one row to every row (linear's bias);
+// step 1 reads a row pointer per row (the fused scores: each fine row adds
+// its level-1 row's coarse terms). rows == null: nothing.
+template <class T>
+struct RowAddend {
+  const T* const* rows = nullptr;
+  int64_t step = 0, col = 0;
+  const T* row(int64_t m) const { return rows[m * step] + col; }
+  RowAddend shifted(int64_t rows_down, int64_t cols_right) const {
+    return rows ? RowAddend{rows + rows_down * step, step, col + cols_right} : RowAddend{};
+  }
+};
+
 // C[m, 0 : NV·W] (= or +=) alpha · Σ_k A(m, k) · B[k, 0 : NV·W] for m < MR:
-// MR × NV accumulators stay in registers through the whole k loop. With a
-// bias (a row of NV·W values, or null) and no accumulate, C = alpha·AB + bias:
-// the bias joins in the store, so C is written once and never read.
+// MR × NV accumulators stay in registers through the whole k loop. With an
+// addend and no accumulate, C = alpha·AB + addend: it joins in the store, so
+// C is written once and never read.
 template <class S, int MR, int NV>
 inline void micro_kernel(int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
                          typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
-                         const typename S::T* bias) {
+                         RowAddend<typename S::T> addend) {
   using V = typename S::V;
   V acc[MR][NV];
 #pragma GCC unroll 8
@@ -276,8 +290,8 @@ inline void micro_kernel(int64_t depth, Strided<typename S::T> a, const typename
       typename S::T* out = c + m * ldc + v * S::W;
       if (accumulate)
         S::store(out, S::fmadd(scale, acc[m][v], S::load(out)));
-      else if (bias)
-        S::store(out, S::fmadd(scale, acc[m][v], S::load(bias + v * S::W)));
+      else if (addend.rows)
+        S::store(out, S::fmadd(scale, acc[m][v], S::load(addend.row(m) + v * S::W)));
       else
         S::store(out, S::mul(scale, acc[m][v]));
     }
@@ -295,33 +309,35 @@ constexpr int rows_for(int vectors) {
 template <class S, int MR, int NV>
 void micro_kernel_rows(int64_t rows, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
                        typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
-                       const typename S::T* bias) {
+                       RowAddend<typename S::T> addend) {
   if constexpr (MR >= 1) {
-    if (rows == MR) return micro_kernel<S, MR, NV>(depth, a, b, ldb, c, ldc, alpha, accumulate, bias);
-    micro_kernel_rows<S, MR - 1, NV>(rows, depth, a, b, ldb, c, ldc, alpha, accumulate, bias);
+    if (rows == MR) return micro_kernel<S, MR, NV>(depth, a, b, ldb, c, ldc, alpha, accumulate, addend);
+    micro_kernel_rows<S, MR - 1, NV>(rows, depth, a, b, ldb, c, ldc, alpha, accumulate, addend);
   }
 }
 
 template <class S, int NV>
 void gemm_columns(int64_t rows, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
-                  typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate, const typename S::T* bias) {
+                  typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
+                  RowAddend<typename S::T> addend) {
   constexpr int MR = rows_for<S>(NV);
   int64_t m = 0;
   for (; m + MR <= rows; m += MR)
     micro_kernel<S, MR, NV>(depth, {a.data + m * a.row, a.row, a.col}, b, ldb, c + m * ldc, ldc, alpha, accumulate,
-                            bias);
+                            addend.shifted(m, 0));
   if (m < rows)
     micro_kernel_rows<S, MR - 1, NV>(rows - m, depth, {a.data + m * a.row, a.row, a.col}, b, ldb, c + m * ldc, ldc,
-                                     alpha, accumulate, bias);
+                                     alpha, accumulate, addend.shifted(m, 0));
 }
 
 // C[rows, cols] (= or +=) alpha · A[rows, depth] · B[depth, cols], cols a
 // multiple of W, B and C row-major with leading dimensions ldb and ldc.
-// depth 0 writes (or adds) zeros.
+// depth 0 writes (or adds) zeros. Without accumulate, addend's rows are
+// added as C is stored.
 template <class S>
 void gemm(int64_t rows, int64_t cols, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
           typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
-          const typename S::T* bias = nullptr) {
+          RowAddend<typename S::T> addend = {}) {
   constexpr int NB = S::kMaxVectors;
   const int64_t vectors = cols / S::W;
   for (int64_t v0 = 0; v0 < vectors; v0 += NB) {
@@ -329,19 +345,19 @@ void gemm(int64_t rows, int64_t cols, int64_t depth, Strided<typename S::T> a, c
     const int64_t col = v0 * S::W;
     switch (nv) {
       case 1:
-        gemm_columns<S, 1>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate, bias ? bias + col : nullptr);
+        gemm_columns<S, 1>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate, addend.shifted(0, col));
         break;
       case 2:
         if constexpr (NB >= 2) gemm_columns<S, 2>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate,
-                                                  bias ? bias + col : nullptr);
+                                                  addend.shifted(0, col));
         break;
       case 3:
         if constexpr (NB >= 3) gemm_columns<S, 3>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate,
-                                                  bias ? bias + col : nullptr);
+                                                  addend.shifted(0, col));
         break;
       default:
         if constexpr (NB >= 4) gemm_columns<S, 4>(rows, depth, a, b + col, ldb, c + col, ldc, alpha, accumulate,
-                                                  bias ? bias + col : nullptr);
+                                                  addend.shifted(0, col));
         break;
     }
   }
