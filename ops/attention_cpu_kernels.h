@@ -247,9 +247,8 @@ const typename S::T* const* combine_levels(Workspace<S>& w, int64_t i0, int64_t 
 // included, in w.scores[r · np + c]: the coarse levels' terms first, once
 // per level-1 row (combine_levels), then level 0's GEMM adds each fine row's
 // as it stores (no pass over the tile for them; the softmax reads finished
-// scores). Each level's
-// coarse tile stays in its slot (causally masked), its query rows in
-// w.query_rows.
+// scores). Each level's coarse tile stays in its slot (causally masked), its
+// query rows in w.query_rows.
 template <class S>
 void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) {
   using T = typename S::T;
@@ -523,7 +522,7 @@ void pool_level(Workspace<S>& w, int64_t l, int64_t i0, int64_t rows, const type
   const KeyGeometry& t = w.keys.geometry[l];
   const KeyGeometry& finer = w.keys.geometry[l - 1];
   const QueryGeometry& g = w.query_rows.data[l];
-  const int64_t np = w.np, finer_padded = l == 1 ? w.keys.geometry[0].padded : finer.padded;
+  const int64_t np = w.np, finer_padded = finer.padded;  // level 0's: the tile's keys rounded up to W
   const int32_t* runs = query_tables(w, i0, rows).runs + l * (w.p.tile + 1) * 2;
   // Rows: coarse row a sums its run of finer rows, in registers.
   auto row_sum = [&](const T* in, int64_t count, int64_t c) {
@@ -538,7 +537,7 @@ void pool_level(Workspace<S>& w, int64_t l, int64_t i0, int64_t rows, const type
   // time, from the row sums. Finer columns past the valid keys are 0 (dS = 0
   // there), so they add nothing; lanes past t.cols come out 0 as well (U_l
   // keeps that too).
-  const int64_t finer_col0 = l == 1 ? w.keys.geometry[0].col0 : finer.col0;
+  const int64_t finer_col0 = finer.col0;
   const int64_t stride = w.p.stride;
   const bool pairs = stride == 2 && finer_col0 % 2 == 0;
   for (int64_t a = 0; a < g.rows; ++a) {
