@@ -131,6 +131,8 @@ rows = {}
 def add(name, model, ms):
     rows.setdefault(name, {})[model] = ms
 FULL = "this project, full length (hkt-bench step)"
+PAIR = "this project, full length, MHA and HKT steps interleaved (hkt-bench step)"
+pair_ratio = None
 path = os.path.join(out, "ours-bench.txt")
 if os.path.exists(path):
     for line in open(path):
@@ -138,6 +140,10 @@ if os.path.exists(path):
             r = json.loads(line)
             if r.get("bench") == "step":
                 add(FULL, r["model"], r["median_ms"])
+            elif r.get("bench") == "step_pair":  # both models' steps alternating in one process
+                add(PAIR, "mha", r["mha_median_ms"])
+                add(PAIR, "hkt", r["hkt_median_ms"])
+                pair_ratio = r["ratio"]
 path = os.path.join(out, "ours.txt")
 if os.path.exists(path):
     for line in open(path):
@@ -164,4 +170,6 @@ for m in ("mha", "hkt"):
         print(f"{m.upper()}: ours / best other = {ours[m] / best[m]:.2f}")
 if "mha" in ours and "hkt" in ours:
     print(f"ours HKT / ours MHA = {ours['hkt'] / ours['mha']:.2f}")
+if pair_ratio is not None:
+    print(f"ours HKT / ours MHA, steps interleaved (median of the step pairs' ratios) = {pair_ratio:.2f}")
 PY

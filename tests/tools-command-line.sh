@@ -35,6 +35,9 @@ for sub in grads gradcheck dump heatmap analysis predict; do
   expect 2 "^hkt-inspect $sub: unknown flag --bogus \(see hkt-inspect $sub --help\)\$" "$build/hkt-inspect" "$sub" --bogus 1
 done
 expect 0 "usage: hkt-bench step" "$build/hkt-bench" step --help
+# A tiny step of both models: per-model lines, then the interleaved pair's ratio.
+expect 0 '"bench":"step_pair".*"ratio":[0-9]' "$build/hkt-bench" step --model both --batch 2 --seq-len 16 \
+  --d-model 16 --heads 2 --d-ff 32 --steps 2 --warmup 1 --threads 1 --down-pointwise
 
 # Ranges: the examples, each a usage error naming the flag and what it takes.
 expect 2 "^hkt-train: --lr must be a finite number >= 0, got '-1'" "$build/hkt-train" --lr -1

@@ -120,31 +120,75 @@ StepOptions step_options(const cli::Flags& flags) {
   return o;
 }
 
+namespace {
+
+// One model's training step on fixed random tokens at full length: forward,
+// cross-entropy, backward, clipping, AdamW.
+class StepRunner {
+ public:
+  StepRunner(const StepOptions& o, const std::string& model_name) {
+    const models::ModelConfig config = model_config(o, model_name);
+    if (model_name == "mha")
+      model_ = std::make_unique<models::MHAClassifier>(config, 0);
+    else
+      model_ = std::make_unique<models::HKTClassifier>(config, 0);
+    optimizer_ = std::make_unique<AdamW>(model_->named_parameters(), AdamWOptions{.lr = 1e-3});
+    Generator generator(7);
+    std::vector<int64_t> ids(o.batch * o.seq_len), classes(o.batch);
+    for (int64_t& id : ids) id = 1 + static_cast<int64_t>(generator.next_u64() % 17);
+    for (int64_t& c : classes) c = static_cast<int64_t>(generator.next_u64() % 10);
+    tokens_ = Tensor::from_vector(ids, {o.batch, o.seq_len});
+    lengths_ = Tensor::from_vector(std::vector<int64_t>(o.batch, o.seq_len), {o.batch});
+    labels_ = Tensor::from_vector(classes, {o.batch});
+  }
+  void step() {
+    Tensor loss = cross_entropy(model_->forward(tokens_, lengths_), labels_);
+    loss.backward();
+    clip_grad_norm(model_->named_parameters(), 1.0);
+    optimizer_->step();
+    optimizer_->zero_grad();
+  }
+  // Wall ms of one step.
+  double timed_step() {
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  }
+
+ private:
+  std::unique_ptr<models::Classifier> model_;
+  std::unique_ptr<AdamW> optimizer_;
+  Tensor tokens_, lengths_, labels_;
+};
+
+// Both models in one process, their steps alternating (MHA, HKT, MHA, ...):
+// a burst of load from the machine's other tenants lands on both, so the
+// ratio is steadier than that of two runs one after the other. Prints
+// "pair MHA_MEDIAN HKT_MEDIAN MEDIAN_OF_STEP_PAIR_RATIOS".
+int run_pair_child(const StepOptions& o) {
+  StepRunner mha(o, "mha"), hkt(o, "hkt");
+  for (int s = 0; s < o.warmup; ++s) {
+    mha.step();
+    hkt.step();
+  }
+  std::vector<double> mha_ms, hkt_ms, ratios;
+  for (int s = 0; s < o.steps; ++s) {
+    mha_ms.push_back(mha.timed_step());
+    hkt_ms.push_back(hkt.timed_step());
+    ratios.push_back(hkt_ms.back() / mha_ms.back());
+  }
+  std::printf("pair %.4f %.4f %.4f\n", median(mha_ms), median(hkt_ms), median(ratios));
+  return 0;
+}
+
+}  // namespace
+
 int run_step_child(const StepOptions& o) {
   if (o.threads > 0) set_num_threads(o.threads);
+  if (o.models.size() == 2) return run_pair_child(o);
   const std::string model_name = o.models.front();
-  const models::ModelConfig config = model_config(o, model_name);
-  std::unique_ptr<models::Classifier> model;
-  if (model_name == "mha")
-    model = std::make_unique<models::MHAClassifier>(config, 0);
-  else
-    model = std::make_unique<models::HKTClassifier>(config, 0);
-  AdamW optimizer(model->named_parameters(), {.lr = 1e-3});
-  Generator generator(7);
-  std::vector<int64_t> ids(o.batch * o.seq_len), classes(o.batch);
-  for (int64_t& id : ids) id = 1 + static_cast<int64_t>(generator.next_u64() % 17);
-  for (int64_t& c : classes) c = static_cast<int64_t>(generator.next_u64() % 10);
-  const Tensor tokens = Tensor::from_vector(ids, {o.batch, o.seq_len});
-  const Tensor lengths = Tensor::from_vector(std::vector<int64_t>(o.batch, o.seq_len), {o.batch});
-  const Tensor labels = Tensor::from_vector(classes, {o.batch});
-  auto step = [&] {
-    Tensor loss = cross_entropy(model->forward(tokens, lengths), labels);
-    loss.backward();
-    clip_grad_norm(model->named_parameters(), 1.0);
-    optimizer.step();
-    optimizer.zero_grad();
-  };
-  for (int s = 0; s < o.warmup; ++s) step();
+  StepRunner runner(o, model_name);
+  for (int s = 0; s < o.warmup; ++s) runner.step();
   std::vector<double> times, cpu_times;
   int64_t allocations = 0;
   if (o.profile) {
@@ -153,10 +197,8 @@ int run_step_child(const StepOptions& o) {
   }
   for (int s = 0; s < o.steps; ++s) {
     const int64_t before = cpu_allocator_stats().system_allocations;
-    const auto start = std::chrono::steady_clock::now();
     const double cpu_start = process_cpu_ms();
-    step();
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    times.push_back(runner.timed_step());
     cpu_times.push_back(process_cpu_ms() - cpu_start);
     allocations = cpu_allocator_stats().system_allocations - before;
   }
@@ -174,10 +216,8 @@ int run_step_child(const StepOptions& o) {
 
 namespace {
 
-StepResult measure_step(const StepOptions& o, const std::string& model, char** argv) {
-  StepResult result;
-  result.model = model;
-  result.gflop = step_flops(o, model) / 1e9;
+// The arguments of a child that times `model` ("both": the interleaved pair).
+std::vector<std::string> child_args(const StepOptions& o, const std::string& model, char** argv) {
   std::vector<std::string> args = {argv[0],       "--step-child", "--model",           model,
                                    "--batch",     std::to_string(o.batch),             "--seq-len",
                                    std::to_string(o.seq_len),     "--d-model",         std::to_string(o.d_model),
@@ -186,8 +226,32 @@ StepResult measure_step(const StepOptions& o, const std::string& model, char** a
                                    "--levels",    std::to_string(o.levels),            "--steps",
                                    std::to_string(o.steps),       "--warmup",          std::to_string(o.warmup),
                                    "--threads",   std::to_string(o.threads)};
-  if (o.profile) args.push_back("--profile");
   if (o.down_pointwise) args.push_back("--down-pointwise");
+  return args;
+}
+
+struct PairResult {
+  double mha_ms = 0, hkt_ms = 0, ratio = 0;  // the medians, and the median of the per-pair ratios
+  bool ok = false;
+  std::string error;
+};
+
+PairResult measure_pair(const StepOptions& o, char** argv) {
+  PairResult result;
+  const ChildOutput child = run_self(child_args(o, "both", argv));
+  std::istringstream in(child.output);
+  std::string tag;
+  result.ok = child.ok && (in >> tag >> result.mha_ms >> result.hkt_ms >> result.ratio) && tag == "pair";
+  if (!result.ok) result.error = child.ok ? "child failed" : child.error;
+  return result;
+}
+
+StepResult measure_step(const StepOptions& o, const std::string& model, char** argv) {
+  StepResult result;
+  result.model = model;
+  result.gflop = step_flops(o, model) / 1e9;
+  std::vector<std::string> args = child_args(o, model, argv);
+  if (o.profile) args.push_back("--profile");
   const ChildOutput child = run_self(args);
   std::istringstream in(child.output);
   std::string name;
@@ -248,8 +312,20 @@ int run_step_bench(const StepOptions& o, char** argv, double peak_gflops) {
                 r.min_ms, r.max_ms, r.cpu_ms, gflops, peak_gflops > 0 ? 100 * gflops / peak_gflops : 0.0, r.peak_mib,
                 (long long)r.allocations);
   }
-  if (results.size() == 2 && results[0].ok && results[1].ok)
-    std::printf("HKT/MHA step-time ratio: %.3f\n", results[1].median_ms / results[0].median_ms);
+  if (results.size() == 2 && results[0].ok && results[1].ok) {
+    std::printf("HKT/MHA step-time ratio of the runs above: %.3f\n", results[1].median_ms / results[0].median_ms);
+    const PairResult pair = measure_pair(o, argv);
+    if (pair.ok) {
+      std::printf("HKT/MHA step-time ratio, steps interleaved in one process: %.3f (medians: MHA %.1f ms, HKT %.1f ms)\n",
+                  pair.ratio, pair.mha_ms, pair.hkt_ms);
+      std::printf("{\"bench\":\"step_pair\",\"threads\":%d,\"steps\":%d,\"levels\":%lld,\"down_pointwise\":%s,"
+                  "\"mha_median_ms\":%.3f,\"hkt_median_ms\":%.3f,\"ratio\":%.4f}\n",
+                  o.threads > 0 ? o.threads : num_threads(), o.steps, (long long)o.levels,
+                  o.down_pointwise ? "true" : "false", pair.mha_ms, pair.hkt_ms, pair.ratio);
+    } else {
+      std::printf("HKT/MHA interleaved steps: error: %s\n", pair.error.c_str());
+    }
+  }
   for (const StepResult& r : results) {
     if (r.ops.empty()) continue;
     double total = 0;

@@ -3,7 +3,9 @@
 // d = 64, 2 layers, 4 heads, d_ff = 128, batch 32, HKT L = 3, s = 2 unless
 // told otherwise) on the CPU: forward, cross-entropy, backward, gradient
 // clipping and AdamW, on random tokens at full length. Each model runs in its
-// own child process (its peak RSS is its own). Reports ms/step (median, min,
+// own child process (its peak RSS is its own); with both models, a third
+// child alternates their steps for the HKT/MHA ratio (steadier on a shared
+// machine than two runs one after the other). Reports ms/step (median, min,
 // max over the steps after warm-up), the model's GFLOP/s and share of the
 // measured FMA peak, the system allocations of the last step (0: the caching
 // allocator serves everything), peak RSS, and with --profile the time per
