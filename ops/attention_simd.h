@@ -262,7 +262,7 @@ struct RowAddend {
 // addend and no accumulate, C = alpha·AB + addend: it joins in the store, so
 // C is written once and never read.
 template <class S, int MR, int NV>
-inline void micro_kernel(int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
+[[gnu::always_inline]] inline void micro_kernel(int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
                          typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
                          RowAddend<typename S::T> addend) {
   using V = typename S::V;
