@@ -261,10 +261,15 @@ struct RowAddend {
 // MR × NV accumulators stay in registers through the whole k loop. With an
 // addend and no accumulate, C = alpha·AB + addend: it joins in the store, so
 // C is written once and never read.
+//
+// Always inlined: GCC 12 otherwise calls one out-of-line copy from every row
+// loop, and that copy, with the same inner loop, ran the feed-forward's GEMMs
+// (N or K = 128) 16 % slower and the attention backward 4 % slower on a Zen 4
+// (docs/PERFORMANCE.md, "2026-12-04").
 template <class S, int MR, int NV>
-[[gnu::always_inline]] inline void micro_kernel(int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
-                         typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
-                         RowAddend<typename S::T> addend) {
+[[gnu::always_inline]] inline void micro_kernel(int64_t depth, Strided<typename S::T> a, const typename S::T* b,
+                                                int64_t ldb, typename S::T* c, int64_t ldc, typename S::T alpha,
+                                                bool accumulate, RowAddend<typename S::T> addend) {
   using V = typename S::V;
   V acc[MR][NV];
 #pragma GCC unroll 8
