@@ -76,7 +76,7 @@ HKT_UNROLL
       stage_rows<Dh>(pq + head_offset + s0 * Dh, s1 - s0, queries);
       stage_rows<Dh>(pgo + head_offset + s0 * Dh, s1 - s0, grad_rows);
       if (threadIdx.x < s1 - s0) {
-        stage_lse[threadIdx.x] = plse[head_index * length + s0 + threadIdx.x];
+        stage_lse[threadIdx.x] = loaded_log_sum_exp(plse + head_index * length + s0 + threadIdx.x);
         stage_delta[threadIdx.x] = pdelta[head_index * length + s0 + threadIdx.x];
       }
       __syncthreads();
@@ -122,7 +122,7 @@ HKT_UNROLL
   if (active) {
     load_row<Dh>(pq + head_offset + i * Dh, query);
     load_row<Dh>(pgo + head_offset + i * Dh, grad_row);
-    lse = plse[head_index * length + i];
+    lse = loaded_log_sum_exp(plse + head_index * length + i);
     delta = pdelta[head_index * length + i];
   }
   const int64_t key_end = key_limit(i1 - 1, valid, causal);

@@ -11,7 +11,7 @@
 // block reads the same staged row at once (a broadcast, no bank conflicts).
 // A thread keeps its own row, its accumulators and the running max and sum of
 // the online softmax in registers (Dh is a template parameter, so the arrays
-// are unrolled). Everything is float32; head_dim is one of 16, 32, 64, 128.
+// are unrolled). Everything is float32; head_dim is one of 8, 16, 32, 64, 128.
 //
 // The kernels themselves are in cuda/attention_kernels.cuh and
 // cuda/multiscale_attention_kernels.cuh, apart from their launches (the .cu
@@ -111,14 +111,20 @@ HKT_UNROLL
   running_max = new_max;
 }
 
-// As attention_tiles::finish_row: out = acc / l, log_sum_exp = m + log l.
+// The saved row statistic is in base 2 on every device (ops/attention.h):
+// log2 Σ_j exp(S_ij) = lse · log2 e, as the CPU kernels keep it for exp2.
+// These kernels work with the natural lse and convert at the load and store.
+__device__ inline float stored_log_sum_exp(float lse) { return lse * 1.44269504088896340736f; }
+__device__ inline float loaded_log_sum_exp(const float* log2_sum_exp) { return *log2_sum_exp * 0.69314718055994530942f; }
+
+// As attention_tiles::finish_row: out = acc / l, log_sum_exp = m + log l (stored in base 2).
 template <int Dh>
 __device__ void finish_row(const float (&acc)[Dh], float running_max, float running_sum, float* out,
                            float* log_sum_exp) {
   const float inverse = 1.0f / running_sum;
 HKT_UNROLL
   for (int d = 0; d < Dh; ++d) out[d] = acc[d] * inverse;
-  *log_sum_exp = running_max + logf(running_sum);
+  *log_sum_exp = stored_log_sum_exp(running_max + logf(running_sum));
 }
 
 namespace {  // a kernel per including file: each .cu registers its own copy with the CUDA runtime
@@ -152,6 +158,9 @@ inline void check_float32_on(const char* op, const std::string& shapes, const Te
 template <class Fn>
 void visit_head_dim(const char* op, const std::string& shapes, int64_t head_dim, Fn&& fn) {
   switch (head_dim) {
+    case 8:  // the CPU kernels take it too: small models (d 16, 2 heads) run on both devices
+      fn(std::integral_constant<int, 8>{});
+      return;
     case 16:
       fn(std::integral_constant<int, 16>{});
       return;
@@ -166,7 +175,7 @@ void visit_head_dim(const char* op, const std::string& shapes, int64_t head_dim,
       return;
     default:
       fail(op, ": ", shapes, ": head_dim ", head_dim,
-           " is not supported by the CUDA kernel (built for 16, 32, 64 and 128)");
+           " is not supported by the CUDA kernel (built for 8, 16, 32, 64 and 128)");
   }
 }
 

@@ -131,7 +131,7 @@ HKT_UNROLL
   for (int d = 0; d < Dh; ++d) grad_row[d] = 0;
   if (active) {
     load_row<Dh>(pgo + (head_index * length + i) * Dh, grad_row);
-    lse = plse[head_index * length + i];
+    lse = loaded_log_sum_exp(plse + head_index * length + i);
     delta = pdelta[head_index * length + i];
   }
   const int64_t key_end = key_limit(i1 - 1, valid, causal);
@@ -216,7 +216,7 @@ HKT_UNROLL
       }
       stage_rows<Dh>(pgo + (head_index * length + s0) * Dh, n, grad_rows);
       if (static_cast<int>(threadIdx.x) < n) {
-        stage_lse[threadIdx.x] = plse[head_index * length + s0 + threadIdx.x];
+        stage_lse[threadIdx.x] = loaded_log_sum_exp(plse + head_index * length + s0 + threadIdx.x);
         stage_delta[threadIdx.x] = pdelta[head_index * length + s0 + threadIdx.x];
       }
       __syncthreads();

@@ -50,7 +50,9 @@ void set_attention_cpu_tile(int64_t tile);
 
 // The kernels' signatures, one declaration for every device's registration
 // (ops/attention.cpp on the CPU, cuda/attention.cu on CUDA).
-// q, k, v, out: [B, H, T, dh]; lengths: int64 [B]; log_sum_exp: [B, H, T].
+// q, k, v, out: [B, H, T, dh]; lengths: int64 [B]; log_sum_exp: [B, H, T], the
+// softmax's row statistic in base 2, log2 Σ_j exp(S_ij) = lse · log2 e, on every
+// device (the CPU kernels' softmax runs on exp2), so devices' results compare.
 using AttentionKernel = void(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths,
                              const AttentionDims& dims, Tensor& out, Tensor& log_sum_exp);
 // out and log_sum_exp from the forward; grad_out: [B, H, T, dh]; writes every element of grad_q, grad_k, grad_v.

@@ -45,7 +45,7 @@ struct ForwardArgs {
   T* out = nullptr;                     // [B, H, T, dh]
   // [B, H, T]: the softmax's row statistic in base 2, log2 Σ_j 2^(S_ij · log2 e)
   // = lse · log2 e. The CPU kernels' softmax runs on exp2 (one reduction step
-  // fewer than exp); only their own backward reads it.
+  // fewer than exp); the CUDA kernels store it in base 2 too (ops/attention.h).
   T* log2_sum_exp = nullptr;
 };
 

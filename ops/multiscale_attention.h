@@ -32,7 +32,7 @@ struct MultiscaleAttentionDims : AttentionDims {
 // The kernels' signatures, shared by ops/multiscale_attention.cpp (CPU) and
 // cuda/multiscale_attention.cu (CUDA).
 // queries[l], keys[l]: [B, H, T_l, dh]; v, out: [B, H, T, dh]; level_weights: λ [H, L];
-// lengths: int64 [B]; log_sum_exp: [B, H, T].
+// lengths: int64 [B]; log_sum_exp: [B, H, T] in base 2, as in ops/attention.h.
 using MultiscaleAttentionKernel = void(const std::vector<Tensor>& queries, const std::vector<Tensor>& keys,
                                        const Tensor& v, const Tensor& level_weights, const Tensor& lengths,
                                        const MultiscaleAttentionDims& dims, Tensor& out, Tensor& log_sum_exp);

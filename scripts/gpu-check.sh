@@ -7,6 +7,9 @@
 # Keeps going after a failing step and exits non-zero if any step failed;
 # OUTDIR/summary.txt lists each step's exit code.
 #   ./scripts/gpu-check.sh OUTDIR
+# With GPU_CHECK_PREBUILT=1, steps 1's configure and build are skipped and
+# build-gpu must already hold a CUDA build (one made on another machine for
+# sm_90, when the GPU machine has no OpenBLAS or Catch2 to build with).
 set -uo pipefail
 if [ $# -ne 1 ]; then
   echo "usage: $0 OUTDIR" >&2
@@ -32,21 +35,26 @@ step() {  # step NAME COMMAND...: runs the command, its output to OUTDIR/NAME.lo
 
 export OMP_WAIT_POLICY=passive
 nvidia-smi > "$out/nvidia-smi.log" 2>&1 || true
-step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DHKT_CUDA=ON || {
-  echo "configure failed; see $out/configure.log"
-  exit 1
-}
-step build cmake --build "$build" -j "$jobs" || {
-  echo "build failed; see $out/build.log"
-  exit 1
-}
+if [ "${GPU_CHECK_PREBUILT:-0}" = 1 ]; then
+  [ -x "$build/hkt-train" ] || { echo "GPU_CHECK_PREBUILT=1 but $build/hkt-train is missing" >&2; exit 1; }
+  echo "configure, build: skipped (GPU_CHECK_PREBUILT=1)" | tee -a "$out/summary.txt"
+else
+  step configure cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DHKT_CUDA=ON || {
+    echo "configure failed; see $out/configure.log"
+    exit 1
+  }
+  step build cmake --build "$build" -j "$jobs" || {
+    echo "build failed; see $out/build.log"
+    exit 1
+  }
+fi
 step ctest-parity ctest --test-dir "$build" -R parity --output-on-failure -V  # -V: shows a skip line
 grep -q "no CUDA device: parity tests skipped" "$out/ctest-parity.log" &&
   echo "WARNING: the parity tests skipped (no CUDA device seen)" | tee -a "$out/summary.txt"
 step ctest-all ctest --test-dir "$build" -j "$jobs" --output-on-failure
 
 if "$build/hkt-bench" --help 2>&1 | grep -q -- "--device"; then
-  step bench-cuda "$build/hkt-bench" --device cuda
+  step bench-cuda "$build/hkt-bench" --device cuda ${GPU_CHECK_BENCH_ARGS:-}  # e.g. "--max-t 2048" for a short run
 else
   echo "bench-cuda: skipped (this hkt-bench has no --device flag)" | tee -a "$out/summary.txt"
 fi

@@ -4,7 +4,7 @@
 // in float64 through autograd. Forward output, log-sum-exp and every gradient
 // (q, k, v; per level q_l, k_l; λ, as dL/dlevel_logits), float32 on the GPU.
 // Shapes: T = 1, T not a multiple of either side's tile, padded batches,
-// causal and bidirectional, L = 1..4, s = 2, 3, head_dim 16, 32, 64, 128.
+// causal and bidirectional, L = 1..4, s = 2, 3, head_dim 8, 16, 32, 64, 128.
 // Every case skips on a machine without a CUDA device.
 #include <algorithm>
 #include <cmath>
@@ -210,6 +210,7 @@ TEST_CASE("CUDA attention kernels equal the CPU fused kernel and the composed re
     compare_attention(2, 3, 70, 64, causal, {70, 1});   // a single valid key
     compare_attention(2, 2, 130, 32, causal, {129, 65});  // three query tiles, keys ending inside a stage
     compare_attention(1, 2, 96, 128, causal, {96});
+    compare_attention(2, 2, 37, 8, causal, {37, 20});
   }
 }
 
@@ -245,6 +246,7 @@ TEST_CASE("CUDA multiscale attention kernels equal the CPU fused kernel and the 
       }
     compare_multiscale(130, 32, 3, 2, causal, {130, 77});
     compare_multiscale(70, 128, 4, 2, causal, {70, 69});
+    compare_multiscale(37, 8, 3, 2, causal, {37, 20});
     compare_multiscale(9, 16, 4, 3, causal, {9, 4});  // s^3 = 27 > T: saturated blocks
   }
 }

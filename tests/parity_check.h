@@ -17,14 +17,11 @@
 
 namespace hkt::testing {
 
-// HKT_PARITY_DRY_RUN=1 runs the comparisons with the CPU standing in for
+// Under HKT_PARITY_DRY_RUN=1 (tests/parity_util.h) the CPU stands in for
 // CUDA: the results agree trivially, but every test's own code (shapes,
-// index values, options) runs, so a broken test is found without a GPU.
-inline bool parity_dry_run() {
-  const char* value = std::getenv("HKT_PARITY_DRY_RUN");
-  return value != nullptr && std::string(value) == "1";
-}
-
+// index values, options) runs, so a broken test is found without a GPU. It
+// cannot find a tensor a test leaves on the CPU, so a function under test
+// moves every tensor it captures to its inputs' device.
 inline Device gpu() { return parity_dry_run() ? Device::cpu() : Device::cuda(0); }
 
 // Largest |a − b| / (1 + |a|): absolute near zero, relative for large values.

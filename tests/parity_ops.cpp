@@ -133,7 +133,7 @@ TEST_CASE("parity: softmax and log_softmax along every axis") {
   Tensor mask = Tensor::from_doubles({0, 1, 0, 1, 1, 1, 1, 1, 0, 0, 0, 1}, {3, 4}, DType::Int64);
   check_parity("softmax of masked rows",
                [mask](const auto& v) {
-                 return softmax(masked_fill(v[0], mask, -std::numeric_limits<double>::infinity()), -1);
+                 return softmax(masked_fill(v[0], mask.to(v[0].device()), -std::numeric_limits<double>::infinity()), -1);
                },
                {random_tensor({3, 4}, 40)});
 }
@@ -162,10 +162,10 @@ TEST_CASE("parity: masked_fill with broadcast masks of every dtype") {
   Tensor x = random_tensor({3, 4, 5}, 60);
   for (DType dtype : {DType::Int64, DType::Int32, DType::Float32, DType::Float64}) {
     Tensor mask = Tensor::from_doubles({1, 0, 0, 1}, {4, 1}, dtype);
-    check_parity("masked_fill", [mask](const auto& v) { return masked_fill(v[0], mask, -7.5); }, {x});
+    check_parity("masked_fill", [mask](const auto& v) { return masked_fill(v[0], mask.to(v[0].device()), -7.5); }, {x});
   }
   Tensor full_mask = Tensor::from_doubles(std::vector<double>(60, 0.0), {3, 4, 5}, DType::Int64);
-  check_parity("masked_fill, nothing masked", [full_mask](const auto& v) { return masked_fill(v[0], full_mask, 1.0); },
+  check_parity("masked_fill, nothing masked", [full_mask](const auto& v) { return masked_fill(v[0], full_mask.to(v[0].device()), 1.0); },
                {x});
 }
 
