@@ -196,9 +196,13 @@ launch() {
   command=$(command_of "$name")
   case ${name%%/*} in
     cost|analysis) ;;
-    *) if [ -f "$folder/checkpoint.safetensors" ]; then command="$(tool hkt-train) --resume $folder --threads 1"
-       else command="$command --threads 1 --overwrite --out $folder"; fi  # no checkpoint yet: start again
-       [ "$DEVICE" = cpu ] || command="$command --device $DEVICE" ;;
+    *) if [ -f "$folder/checkpoint.safetensors" ]; then
+         # --device always: a run interrupted on another machine (a GPU's) continues on this one's
+         command="$(tool hkt-train) --resume $folder --threads 1 --device $DEVICE"
+       else
+         command="$command --threads 1 --overwrite --out $folder"  # no checkpoint yet: start again
+         [ "$DEVICE" = cpu ] || command="$command --device $DEVICE"
+       fi ;;
   esac
   if [ "$dry_run" = 1 ]; then echo "$command"; return; fi
   mkdir -p "$(dirname "$folder")"

@@ -63,7 +63,7 @@ first=$(grep -E -m1 -o 'start (listops/hkt-seed1|listops-ablation/mha-matched-se
 test "$first" = "start listops/hkt-seed1" || { cat "$folder/out.txt" >&2; fail "a run that waited for the sweep lost its place in the plan"; }
 mkdir -p "$RUNS/listops-ablation/hkt-L1-seed0" && touch "$RUNS/listops-ablation/hkt-L1-seed0/checkpoint.safetensors"
 "$repo/scripts/reproduce.sh" --dry-run run listops-ablation/hkt-L1-seed0 >"$folder/out.txt"
-expect "hkt-train --resume $RUNS/listops-ablation/hkt-L1-seed0 --threads 1" "$folder/out.txt"
+expect "hkt-train --resume $RUNS/listops-ablation/hkt-L1-seed0 --threads 1 --device cpu" "$folder/out.txt"
 
 # The statistics against published values: t(0.975) for 1, 2 and 30 degrees
 # of freedom, and scipy's ttest_ind([1, 2, 3], [4, 5, 7], equal_var=False).
