@@ -288,7 +288,7 @@ int main(int argc, char** argv) {
                   "\"blas\":\"%s\",\"blas_core\":\"%s\"}\n",
                   num_threads(), peak, attention_cpu::widest_path().name, blas_info().library.c_str(),
                   blas_info().core.c_str());
-      return bench::run_step_bench(step, argv, peak);
+      return bench::run_step_bench(step, argv, peak, [] { return fma_peak_gflops(num_threads()); });
     });
   }
   cli::Flags flags("hkt-bench",

@@ -15,6 +15,7 @@
 // forward 2·M·N·K, its backward twice that; attention as hkt-bench's cases
 // (the forward's score and P·V products, the backward 2.5 times the forward).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,7 +35,11 @@ void declare_step_flags(cli::Flags& flags);
 StepOptions step_options(const cli::Flags& flags);
 // Runs every model in a child process (this program again with --step-child)
 // and prints one JSON line each, then a table. Returns the exit code.
-int run_step_bench(const StepOptions& options, char** argv, double peak_gflops);
+// peak_gflops is the machine's FMA peak measured before; measure_peak times
+// it again after every model's steps, and the highest reading is the share's
+// denominator: a peak timed while other tenants held a core reads low.
+int run_step_bench(const StepOptions& options, char** argv, double peak_gflops,
+                   const std::function<double()>& measure_peak);
 // The child: one model's steps, one JSON line on stdout.
 int run_step_child(const StepOptions& options);
 
