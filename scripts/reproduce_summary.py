@@ -48,7 +48,7 @@ def read_run(folder):
             if entry["type"] == "eval":
                 run["evals"].append((entry["step"], entry["val_accuracy"], entry["val_loss"]))
             elif entry["type"] == "train" and entry["step"] > 1:
-                run["step_ms"].append(entry["step_ms"])
+                run["step_ms"].append((entry["step"], entry["step_ms"]))
             elif entry["type"] == "test":
                 run["test"] = entry
     if run["test"] is None or not run["evals"]:
@@ -56,12 +56,18 @@ def read_run(folder):
     with open(os.path.join(folder, "config.json")) as config:
         run["config"] = json.load(config)
     header = os.path.join(folder, "run.txt")
+    resumed_at = 0
     if os.path.isfile(header):
-        found = re.search(r", (\d+) parameters,", open(header).read())
+        text = open(header).read()
+        found = re.search(r", (\d+) parameters,", text)
         run["parameters"] = int(found.group(1)) if found else None
+        found = re.search(r"resuming at step (\d+)", text)
+        resumed_at = int(found.group(1)) if found else 0
+    # The step time of the machine that finished the run: a run resumed on
+    # another machine (begun on a GPU, say) is timed from its resume on.
     run["best_val"] = max(accuracy for _, accuracy, _ in run["evals"])
     run["test_accuracy"] = run["test"]["test_accuracy"]
-    ms = sorted(run["step_ms"])
+    ms = sorted(ms for step, ms in run["step_ms"] if step > resumed_at)
     run["median_ms"] = ms[len(ms) // 2] if ms else float("nan")
     return run
 

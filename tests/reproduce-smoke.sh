@@ -81,6 +81,14 @@ printf '{"machine":"cpu","threads":1}\n{"bench":"step","model":"mha","median_ms"
   >"$RESULTS/cost/step-L3/output.jsonl"
 printf '{"kurtosis":[{"block":0,"level":"fused","kappa":33.0},{"block":0,"level":0,"kappa":2.0}],"bilinear":[%s]}\n' \
   '{"block":0,"level":0,"head":0,"norm":5.0,"symmetric":4.0,"antisymmetric":3.0}' >"$RESULTS/analysis/hkt-seed0/output.jsonl"
+# A run begun on another machine (slow steps there) and resumed here at step 3:
+# its step time is this machine's, so the HKT row still reads 10 ms.
+resumed="$RESULTS/listops/hkt-seed1"
+{ printf '{"type":"train","step":2,"loss":1,"step_ms":500}\n{"type":"train","step":3,"loss":1,"step_ms":500}\n'
+  printf '{"type":"train","step":4,"loss":1,"step_ms":10}\n'; grep -v '"train"' "$resumed/metrics.jsonl"; } >"$folder/m.jsonl"
+mv "$folder/m.jsonl" "$resumed/metrics.jsonl"
+printf 'listops: hkt, 1000 parameters, 10 train / 10 val examples, T = 8, 4 steps (1 per epoch), resuming at step 3\n' \
+  >"$resumed/run.txt"
 printf 'intro\n<!-- reproduce-summary:begin -->\nold\n<!-- reproduce-summary:end -->\nrest\n' >"$RESULTS_MD"
 "$repo/scripts/reproduce.sh" summary >"$folder/out.txt"
 summary="$RESULTS/summary.md"
