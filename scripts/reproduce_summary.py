@@ -67,8 +67,8 @@ def read_run(folder):
     # another machine (begun on a GPU, say) is timed from its resume on.
     run["best_val"] = max(accuracy for _, accuracy, _ in run["evals"])
     run["test_accuracy"] = run["test"]["test_accuracy"]
-    ms = sorted(ms for step, ms in run["step_ms"] if step > resumed_at)
-    run["median_ms"] = ms[len(ms) // 2] if ms else float("nan")
+    times = sorted(ms for step, ms in run["step_ms"] if step > resumed_at)
+    run["median_ms"] = times[len(times) // 2] if times else float("nan")
     return run
 
 
