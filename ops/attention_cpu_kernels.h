@@ -5,12 +5,12 @@
 //
 // Forward (FlashAttention-2's plan): one task per (batch, head, query tile).
 // A thread packs every key tile of a head once (transposed, per level, with
-// its key map) and keeps them while it works on that head. For each key tile: level 0's scores S₀ = λ₀ q kᵀ/√dh and each
-// coarse level's tile C_l = q_l k_lᵀ/√dh are register-blocked GEMMs; coarse
-// tiles are causally masked in coarse space (column b > row a is 0), expanded
-// to fine key columns with one load and permute per vector and summed once per
-// level-1 row (the maps nest); level 0's GEMM adds a fine row's sum as it
-// stores S₀ (a row pointer per fine row). O += P·V is another GEMM.
+// its key map) and keeps them while it works on that head. For each key tile
+// the levels' score GEMMs run coarsest first, each adding the next coarser
+// level's result as it stores, nearest upsampled (one load and permute per
+// vector; the maps nest): G_l = λ_l q_l k_lᵀ/√dh + up(G_{l+1}), causally
+// masked in coarse space (column b > row a is 0), and S = G_0. No pass over a
+// tile is spent on the levels' sum. O += P·V is another GEMM.
 //
 // The softmax runs in base 2 (scores scaled by log2 e, exp2, lse kept as
 // log2_sum_exp), which is the same P for a cheaper exponential.
@@ -70,14 +70,14 @@ struct QueryGeometry {
 };
 
 // One key tile of one (batch, head), ready for the score GEMMs: per level the
-// coarse keys packed transposed [dh, np], their extent, and the key map
-// (load_keys). In the forward each thread keeps every tile of its current
-// head (KeyTileStore); the backward loads one at a time.
+// coarse keys packed transposed [dh, np], their extent, and for l ≥ 1 the
+// map from level l − 1's columns to level l's (load_keys). In the forward
+// each thread keeps every tile of its current head (KeyTileStore); the
+// backward loads one at a time.
 template <class T>
 struct KeyTile {
   T* keys_t = nullptr;              // [levels][dh × np]
   KeyGeometry* geometry = nullptr;  // [levels]
-  int32_t* column = nullptr;        // [levels][np]
   int32_t* window_base = nullptr;   // [levels][np / W]
   int32_t* window_index = nullptr;  // [levels][np]
 };
@@ -87,7 +87,7 @@ struct KeyTileStore {
   const int64_t levels, dh, np, width;
   Buffer<T> keys_t;
   Buffer<KeyGeometry> geometry;
-  Buffer<int32_t> column, window_base, window_index;
+  Buffer<int32_t> window_base, window_index;
   KeyTileStore(int64_t count, int64_t levels_, int64_t dh_, int64_t np_, int64_t width_)
       : levels(levels_),
         dh(dh_),
@@ -95,12 +95,11 @@ struct KeyTileStore {
         width(width_),
         keys_t(count * levels * dh * np, /*zeroed=*/false),  // load_keys writes every column it reads
         geometry(count * levels),
-        column(count * levels * np),
         window_base(count * levels * (np / width)),
         window_index(count * levels * np) {}
   KeyTile<T> at(int64_t n) const {
-    return {keys_t.data + n * levels * dh * np, geometry.data + n * levels, column.data + n * levels * np,
-            window_base.data + n * levels * (np / width), window_index.data + n * levels * np};
+    return {keys_t.data + n * levels * dh * np, geometry.data + n * levels, window_base.data + n * levels * (np / width),
+            window_index.data + n * levels * np};
   }
 };
 
@@ -112,7 +111,7 @@ struct Workspace {
   const Problem& p;
   const int64_t dh, rs, np, ld;  // head width; the tensors' row stride (Problem::row_stride); tile columns
                                  // padded to W; coarse row stride (np + W: expand reads W past a column < np)
-  Buffer<T> values_t, coarse, combined, scores, grads, acc, pooled, level_sums, level_grad, delta;
+  Buffer<T> values_t, coarse, scores, grads, acc, pooled, level_sums, level_grad, delta;
   // The forward's online-softmax state per query row of the task (rounded up
   // to W rows: the rescale runs over rows as vectors): the running maximum,
   // the next tile's maximum, the rescale factor, and the running sum as W
@@ -124,13 +123,12 @@ struct Workspace {
   Buffer<const T*> q, k;
   Buffer<T> weight;
   // What depends on the query tile alone, the same for every head and key
-  // tile, so built once per tile index and call (query_tables):
-  // combine_levels' [level-1 row][coarse level] coarse row a term reads (a
-  // row of ld zeros where the term is not allowed yet, causal); per fine row
-  // the row of `combined` level 0's GEMM adds (zeros before the first
-  // complete block); pool_level's [level][coarse row] run of finer rows
-  // (first, count).
-  Buffer<const T*> level_sources, fine_addends;
+  // tile, so built once per tile index and call (query_tables): per level
+  // l < L − 1 and row of it, the row of level l + 1's coarse slot its score
+  // GEMM adds (a row of zeros before level l + 1's first complete block,
+  // causal); pool_level's [level][coarse row] run of finer rows (first,
+  // count).
+  Buffer<const T*> level_addends;
   Buffer<int32_t> pool_runs;
   Buffer<int32_t> tables_ready;  // [query tile]
   Buffer<T> zero_row;
@@ -145,7 +143,6 @@ struct Workspace {
         ld(np + S::W),
         values_t(backward ? problem.head_dim * np : 0),
         coarse(problem.levels * (problem.tile + 1) * ld),
-        combined((problem.tile + 1) * np),
         scores(problem.tile * np),
         grads(backward ? problem.tile * np : 0),
         acc(backward ? 0 : problem.tile * problem.head_dim),
@@ -163,8 +160,7 @@ struct Workspace {
         q(problem.levels),
         k(problem.levels),
         weight(problem.levels),
-        level_sources(query_tiles(problem) * (problem.tile + 1) * problem.levels),
-        fine_addends(query_tiles(problem) * problem.tile),
+        level_addends(query_tiles(problem) * (problem.tile + 1) * problem.levels),
         pool_runs(backward ? query_tiles(problem) * problem.levels * (problem.tile + 1) * 2 : 0),
         tables_ready(query_tiles(problem)),
         zero_row(np + S::W) {}
@@ -212,11 +208,12 @@ void pack_transposed(const T* rows, int64_t count, int64_t dh, int64_t stride, i
 }
 
 // Each level's coarse keys for fine keys [j0, j1) of one head (keys[l]:
-// level l's rows), packed transposed, and the key map: fine column c of the
-// tile reads coarse column column[c]; a vector of W fine columns starting at
-// c0 = v·W reads its coarse values from the W that start at window_base[v]
-// (its first column: W fine columns span at most W coarse ones), permuted by
-// window_index[c0 …].
+// level l's rows), packed transposed, and for l ≥ 1 the key map from level
+// l − 1: column c of level l − 1's tile lies in column column(c) of level
+// l's; a vector of W columns starting at c0 = v·W reads its values from the
+// W that start at window_base[v] (its first column: W columns span at most W
+// coarser ones), permuted by window_index[c0 …]. Columns past the tile map
+// to its last.
 template <class S>
 void load_keys(const Problem& p, const typename S::T* const* keys, int64_t np, int64_t j0, int64_t j1,
                const KeyTile<typename S::T>& out) {
@@ -229,59 +226,71 @@ void load_keys(const Problem& p, const typename S::T* const* keys, int64_t np, i
     t.padded = round_up(t.cols, S::W);
     pack_transposed(keys[l] + t.col0 * rs, t.cols, dh, rs, np, out.keys_t + l * dh * np);
     if (l == 0) continue;
-    int32_t* column = out.column + l * np;
-    for (int64_t c = 0; c < np; ++c) column[c] = static_cast<int32_t>(std::min((j0 + c) / block - t.col0, t.cols - 1));
+    // A finer column's first fine key lies in the same coarse column as all its others (the maps nest).
+    const int64_t finer_block = p.level_block[l - 1], finer_col0 = out.geometry[l - 1].col0;
+    auto column = [&](int64_t c) {
+      return static_cast<int32_t>(std::min((finer_col0 + c) * finer_block / block - t.col0, t.cols - 1));
+    };
     for (int64_t v = 0; v < np / S::W; ++v) {
-      const int32_t base = column[v * S::W];
+      const int32_t base = column(v * S::W);
       out.window_base[l * (np / S::W) + v] = base;
       for (int64_t lane = 0; lane < S::W; ++lane)
-        out.window_index[l * np + v * S::W + lane] = column[v * S::W + lane] - base;
+        out.window_index[l * np + v * S::W + lane] = column(v * S::W + lane) - base;
     }
   }
 }
 
+template <class T>
+struct QueryTables;
 template <class S>
-const typename S::T* const* combine_levels(Workspace<S>& w, int64_t i0, int64_t rows);
+QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t rows);
 
 // The fused scores of queries [i0, i1) × the loaded key tile, scale and λ
-// included, in w.scores[r · np + c]: the coarse levels' terms first, once
-// per level-1 row (combine_levels), then level 0's GEMM adds each fine row's
-// as it stores (no pass over the tile for them; the softmax reads finished
-// scores). Each level's coarse tile stays in its slot (causally masked), its
-// query rows in w.query_rows.
+// included, in w.scores[r · np + c]. Coarsest level first: level l's GEMM
+// stores G_l = λ_l C_l + up(G_{l+1}) in its coarse slot (the coarser level's
+// row per row from query_tables, its columns through the key map), causally
+// masked; level 0's stores S = λ_0 C_0 + up(G_1). Each slot keeps its G_l,
+// its query rows are in w.query_rows.
 template <class S>
 void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) {
   using T = typename S::T;
   const Problem& p = w.p;
-  const int64_t rows = i1 - i0, np = w.np, dh = w.dh, rs = w.rs;
+  const int64_t rows = i1 - i0, np = w.np, dh = w.dh, rs = w.rs, per_level = np / S::W;
   w.query_rows.data[0] = {i0, rows};
   for (int64_t l = 1; l < p.levels; ++l) {
-    const KeyGeometry& t = w.keys.geometry[l];
     QueryGeometry& g = w.query_rows.data[l];
     g.row0 = std::max<int64_t>(0, w.query_index(l, i0));
     g.rows = w.query_index(l, i1 - 1) - g.row0 + 1;
-    if (g.rows <= 0) continue;
+  }
+  const T* const* addends = p.levels > 1 ? query_tables(w, i0, rows).addends : nullptr;
+  // Level l's GEMM adds the rows of level l + 1's slot through level l + 1's key map.
+  auto coarser_terms = [&](int64_t l) -> RowAddend<T> {
+    if (l + 1 >= p.levels) return {};
+    return {addends + l * (p.tile + 1), 1, 0, w.keys.window_base + (l + 1) * per_level,
+            w.keys.window_index + (l + 1) * np};
+  };
+  for (int64_t l = p.levels - 1; l >= 1; --l) {
+    const KeyGeometry& t = w.keys.geometry[l];
+    const QueryGeometry& g = w.query_rows.data[l];
+    if (g.rows <= 0) continue;  // no complete block yet (causal): its rows read zeros
     T* coarse = w.level_coarse(l);
-    gemm<S>(g.rows, t.padded, dh, {w.q.data[l] + g.row0 * rs, rs, 1}, w.level_keys(l), np, coarse, w.ld, scale,
-            false);
-    if (p.causal)  // term l is allowed only where coarse key ≤ coarse query
+    gemm<S>(g.rows, t.padded, dh, {w.q.data[l] + g.row0 * rs, rs, 1}, w.level_keys(l), np, coarse, w.ld,
+            scale * w.weight.data[l], false, coarser_terms(l));
+    if (p.causal)  // term l is allowed only where coarse key ≤ coarse query (coarser terms are 0 there too)
       for (int64_t a = 0; a < g.rows; ++a) {
         const int64_t first_masked = std::clamp<int64_t>(g.row0 + a - t.col0 + 1, 0, t.padded);
         std::fill(coarse + a * w.ld + first_masked, coarse + a * w.ld + t.padded, T(0));
       }
   }
-  RowAddend<T> coarse_terms;
-  if (p.levels > 1) coarse_terms = {combine_levels(w, i0, rows), 1, 0};
   gemm<S>(rows, w.keys.geometry[0].padded, dh, {w.q.data[0] + i0 * rs, rs, 1}, w.level_keys(0), np, w.scores.data,
-          np, scale * w.weight.data[0], false, coarse_terms);
+          np, scale * w.weight.data[0], false, coarser_terms(0));
 }
 
-// The query tile at i0's tables (Workspace::level_sources, fine_addends, pool_runs), built
+// The query tile at i0's tables (Workspace::level_addends, pool_runs), built
 // on the tile's first use in a call; fused_scores has set w.query_rows.
 template <class T>
 struct QueryTables {
-  const T* const* sources;  // [level-1 row][coarse level]
-  const T* const* addends;  // [fine row]
+  const T* const* addends;  // [level < L − 1][row of the level]
   const int32_t* runs;      // [level][coarse row][first finer row − the finer tile's first, count]; backward only
 };
 
@@ -289,25 +298,22 @@ template <class S>
 QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t rows) {
   using T = typename S::T;
   const Problem& p = w.p;
-  const int64_t tile = i0 / p.tile, coarse_levels = p.levels - 1;
-  const T** sources = w.level_sources.data + tile * (p.tile + 1) * p.levels;
-  const T** addends = w.fine_addends.data + tile * p.tile;
+  const int64_t tile = i0 / p.tile;
+  const T** addends = w.level_addends.data + tile * (p.tile + 1) * p.levels;
   int32_t* runs = w.pool_runs.data ? w.pool_runs.data + tile * p.levels * (p.tile + 1) * 2 : nullptr;
   if (!w.tables_ready.data[tile]) {
-    const QueryGeometry& first = w.query_rows.data[1];
-    int64_t r = 0;
-    for (int64_t a = 0; a < first.rows; ++a) {
-      while (r < rows && w.query_index(1, i0 + r) < first.row0 + a) ++r;  // a fine row of level-1 row a
-      for (int64_t l = 1; l < p.levels; ++l) {
-        const QueryGeometry& g = w.query_rows.data[l];
-        const int64_t row = w.query_index(l, i0 + r);
-        sources[a * coarse_levels + l - 1] =
-            g.rows <= 0 || row < 0 ? w.zero_row.data : w.level_coarse(l) + (row - g.row0) * w.ld;
+    // Row a of level l < L − 1 adds row q_{l+1}(i) of level l + 1's slot for
+    // any fine row i of it (the maps nest); zeros where that is −1 (causal).
+    for (int64_t l = 0; l + 1 < p.levels; ++l) {
+      const QueryGeometry& g = w.query_rows.data[l];
+      const QueryGeometry& coarser = w.query_rows.data[l + 1];
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t row = l == 0 ? i0 + r : w.query_index(l, i0 + r);
+        if (row < g.row0) continue;  // causal: fine rows before level l's first complete block
+        const int64_t parent = w.query_index(l + 1, i0 + r);
+        addends[l * (p.tile + 1) + row - g.row0] =
+            coarser.rows <= 0 || parent < 0 ? w.zero_row.data : w.level_coarse(l + 1) + (parent - coarser.row0) * w.ld;
       }
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t a = w.query_index(1, i0 + r);
-      addends[r] = first.rows <= 0 || a < 0 ? w.zero_row.data : w.combined.data + (a - first.row0) * w.np;
     }
     // Coarse row a of level l sums a run of level l − 1's rows (fine rows for
     // l = 1; before the first complete block the map is −1, causal).
@@ -327,51 +333,7 @@ QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t row
     }
     w.tables_ready.data[tile] = 1;
   }
-  return {sources, addends, runs};
-}
-
-// The coarse levels' scores at fine key resolution, once per level-1 row:
-//   combined[a, ·] = Σ_{l ≥ 1} λ_l · C_l[q_l(a), column_l[·]].
-// The maps nest (every fine row of level-1 row a has the same q_l for
-// l ≥ 2), so a fine row's coarse terms are combined[q_1(i0 + r), ·], which
-// level 0's GEMM adds as it stores (returned: the row per fine row, zeros
-// before the first complete block, causal). Only the tile's keys are
-// expanded (a partial last tile has fewer).
-template <class S>
-const typename S::T* const* combine_levels(Workspace<S>& w, int64_t i0, int64_t rows) {
-  using T = typename S::T;
-  using V = typename S::V;
-  const Problem& p = w.p;
-  // window_base rows are np / W long.
-  const int64_t np = w.np, vectors = w.keys.geometry[0].padded / S::W, per_level = np / S::W;
-  const int64_t coarse_levels = p.levels - 1;
-  const QueryGeometry& first = w.query_rows.data[1];
-  const QueryTables<T> tables = query_tables(w, i0, rows);
-  // Looked up, not computed: the vector loop below has no chain of dependent loads.
-  const T* const* sources = tables.sources;
-  for (int64_t v = 0; v < vectors; ++v) {
-    // Level 1's and 2's permutes and λ held in registers across the rows;
-    // levels past 2 (rare) are looked up per row.
-    const int32_t base1 = w.keys.window_base[per_level + v];
-    const auto index1 = S::load_index(w.keys.window_index + np + v * S::W);
-    const V lambda1 = S::set1(w.weight.data[1]);
-    const int32_t base2 = coarse_levels > 1 ? w.keys.window_base[2 * per_level + v] : 0;
-    const auto index2 = S::load_index(w.keys.window_index + (coarse_levels > 1 ? 2 : 1) * np + v * S::W);
-    const V lambda2 = S::set1(coarse_levels > 1 ? w.weight.data[2] : T(0));
-    T* out = w.combined.data + v * S::W;
-    for (int64_t a = 0; a < first.rows; ++a) {
-      const T* const* row_sources = sources + a * coarse_levels;
-      V total = S::mul(lambda1, S::expand(row_sources[0] + base1, index1));
-      if (coarse_levels > 1) total = S::fmadd(lambda2, S::expand(row_sources[1] + base2, index2), total);
-      for (int64_t l = 3; l < p.levels; ++l)
-        total = S::fmadd(S::set1(w.weight.data[l]),
-                         S::expand(row_sources[l - 1] + w.keys.window_base[l * per_level + v],
-                                   S::load_index(w.keys.window_index + l * np + v * S::W)),
-                         total);
-      S::store(out + a * np, total);
-    }
-  }
-  return tables.addends;
+  return {addends, runs};
 }
 
 // ---- forward -------------------------------------------------------------------
@@ -615,16 +577,40 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   const int64_t padded = w.keys.geometry[0].padded;
   gemm<S>(rows, padded, dh, {grad_out + i0 * rs, rs, 1}, w.values_t.data, np, w.grads.data, np, T(1), false);
   // scores → P = exp(S − lse), 0 at masked keys; grads: dP → dS = P ⊙ (dP − D).
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t i = i0 + r;
-    const int64_t count = std::max<int64_t>(0, std::min(key_limit(i, w.valid, p.causal), j1) - j0);
-    const V shift = S::set1(lse[i]), delta = S::set1(w.delta.data[i]);
+  auto row_count = [&](int64_t r) {
+    return std::max<int64_t>(0, std::min(key_limit(i0 + r, w.valid, p.causal), j1) - j0);
+  };
+  auto probability_and_gradient = [&](int64_t r, int64_t c, int64_t count) {
     T* s = w.scores.data + r * np;
     T* ds = w.grads.data + r * np;
-    for (int64_t c = 0; c < padded; c += S::W) {
-      const V prob = S::keep_first(S::exp2(S::sub(S::load(s + c), shift)), count - c, T(0));
-      S::store(s + c, prob);
-      S::store(ds + c, S::mul(prob, S::sub(S::load(ds + c), delta)));
+    const V prob = S::keep_first(S::exp2(S::sub(S::load(s + c), S::set1(lse[i0 + r]))), count - c, T(0));
+    S::store(s + c, prob);
+    const V grad = S::mul(prob, S::sub(S::load(ds + c), S::set1(w.delta.data[i0 + r])));
+    S::store(ds + c, grad);
+    return grad;
+  };
+  // Level 1's pooled dS (pool_level) made here while the values are in
+  // registers, where its blocks are 2 × 2 from the tile's corner: fine rows
+  // 2a and 2a + 1 and columns 2b and 2b + 1 make U_1[a, b] (bidirectional,
+  // stride 2; the sums in pool_level's order).
+  const bool pool_here = multiscale && !p.causal && p.stride == 2 && w.query_rows.data[1].rows * 2 == rows &&
+                         i0 % 2 == 0 && j0 % 2 == 0;
+  T* level1_sums = w.level_sums.data + (p.tile + 1) * np;  // pool_level's slot for l = 1
+  if (pool_here) {
+    for (int64_t a = 0; a < rows / 2; ++a) {
+      const int64_t count0 = row_count(2 * a), count1 = row_count(2 * a + 1);
+      for (int64_t c = 0; c < padded; c += 2 * S::W) {
+        const V low = S::add(probability_and_gradient(2 * a, c, count0), probability_and_gradient(2 * a + 1, c, count1));
+        const V high = c + S::W < padded ? S::add(probability_and_gradient(2 * a, c + S::W, count0),
+                                                  probability_and_gradient(2 * a + 1, c + S::W, count1))
+                                         : S::zero();
+        S::store(level1_sums + a * np + c / 2, S::pair_sum(low, high));
+      }
+    }
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t count = row_count(r);
+      for (int64_t c = 0; c < padded; c += S::W) probability_and_gradient(r, c, count);
     }
   }
   gemm<S>(kc, dh, rows, {w.scores.data, 1, np}, grad_out + i0 * rs, rs, g.values + j0 * g.stride, g.stride, T(1),
@@ -643,7 +629,7 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
     const QueryGeometry& rows_l = w.query_rows.data[l];
     if (rows_l.rows <= 0) break;  // no complete block yet (causal): none at coarser levels either
     T* sums = w.level_sums.data + (l % 2) * (p.tile + 1) * np;
-    pool_level(w, l, i0, rows, finer, sums);
+    if (l > 1 || !pool_here) pool_level(w, l, i0, rows, finer, sums);
     const T* grad = level_gradient(w, l, sums);
     gemm<S>(rows_l.rows, dh, t.cols, {grad, np, 1}, w.k.data[l] + t.col0 * rs, rs, g.queries[l] + rows_l.row0 * gs,
             gs, scale, true);

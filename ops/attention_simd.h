@@ -245,17 +245,31 @@ struct Strided {
 
 // What a GEMM adds to row m of its product as it stores it:
 // rows[m · step] + col. step 0 adds one row to every row (linear's bias);
-// step 1 reads a row pointer per row (the fused scores: each fine row adds
-// its level-1 row's coarse terms). rows == null: nothing.
+// step 1 reads a row pointer per row. rows == null: nothing.
+// With window tables the row is coarser than the product (the fused scores:
+// each level's GEMM adds the next coarser level's combined row, nearest
+// upsampled): output column c = col + v·W + t reads
+// rows[m · step][window_base[(col + v·W) / W] + window_index[c]], one expand
+// per vector (load_index, expand in the traits above).
 template <class T>
 struct RowAddend {
   const T* const* rows = nullptr;
   int64_t step = 0, col = 0;
-  const T* row(int64_t m) const { return rows[m * step] + col; }
+  const int32_t* window_base = nullptr;   // [columns / W]
+  const int32_t* window_index = nullptr;  // [columns]
   RowAddend shifted(int64_t rows_down, int64_t cols_right) const {
-    return rows ? RowAddend{rows + rows_down * step, step, col + cols_right} : RowAddend{};
+    return rows ? RowAddend{rows + rows_down * step, step, col + cols_right, window_base, window_index} : RowAddend{};
   }
 };
+
+// Row m's addend for the vector of columns v of the current block.
+template <class S>
+[[gnu::always_inline]] inline typename S::V addend_vector(const RowAddend<typename S::T>& addend, int m, int v) {
+  const typename S::T* row = addend.rows[m * addend.step];
+  const int64_t c = addend.col + v * S::W;
+  if (!addend.window_index) return S::load(row + c);
+  return S::expand(row + addend.window_base[c / S::W], S::load_index(addend.window_index + c));
+}
 
 // C[m, 0 : NV·W] (= or +=) alpha · Σ_k A(m, k) · B[k, 0 : NV·W] for m < MR:
 // MR × NV accumulators stay in registers through the whole k loop. With an
@@ -296,7 +310,7 @@ template <class S, int MR, int NV>
       if (accumulate)
         S::store(out, S::fmadd(scale, acc[m][v], S::load(out)));
       else if (addend.rows)
-        S::store(out, S::fmadd(scale, acc[m][v], S::load(addend.row(m) + v * S::W)));
+        S::store(out, S::fmadd(scale, acc[m][v], addend_vector<S>(addend, m, v)));
       else
         S::store(out, S::mul(scale, acc[m][v]));
     }
