@@ -580,13 +580,21 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   auto row_count = [&](int64_t r) {
     return std::max<int64_t>(0, std::min(key_limit(i0 + r, w.valid, p.causal), j1) - j0);
   };
-  auto probability_and_gradient = [&](int64_t r, int64_t c, int64_t count) {
-    T* s = w.scores.data + r * np;
-    T* ds = w.grads.data + r * np;
-    const V prob = S::keep_first(S::exp2(S::sub(S::load(s + c), S::set1(lse[i0 + r]))), count - c, T(0));
-    S::store(s + c, prob);
-    const V grad = S::mul(prob, S::sub(S::load(ds + c), S::set1(w.delta.data[i0 + r])));
-    S::store(ds + c, grad);
+  // One row's constants, then P and dS of its vector at column c (dS returned).
+  struct Row {
+    T *s, *ds;
+    V shift, delta;
+    int64_t count;
+  };
+  auto row = [&](int64_t r) {
+    return Row{w.scores.data + r * np, w.grads.data + r * np, S::set1(lse[i0 + r]), S::set1(w.delta.data[i0 + r]),
+               row_count(r)};
+  };
+  auto probability_and_gradient = [](const Row& x, int64_t c) {
+    const V prob = S::keep_first(S::exp2(S::sub(S::load(x.s + c), x.shift)), x.count - c, T(0));
+    S::store(x.s + c, prob);
+    const V grad = S::mul(prob, S::sub(S::load(x.ds + c), x.delta));
+    S::store(x.ds + c, grad);
     return grad;
   };
   // Level 1's pooled dS (pool_level) made here while the values are in
@@ -598,19 +606,22 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   T* level1_sums = w.level_sums.data + (p.tile + 1) * np;  // pool_level's slot for l = 1
   if (pool_here) {
     for (int64_t a = 0; a < rows / 2; ++a) {
-      const int64_t count0 = row_count(2 * a), count1 = row_count(2 * a + 1);
-      for (int64_t c = 0; c < padded; c += 2 * S::W) {
-        const V low = S::add(probability_and_gradient(2 * a, c, count0), probability_and_gradient(2 * a + 1, c, count1));
-        const V high = c + S::W < padded ? S::add(probability_and_gradient(2 * a, c + S::W, count0),
-                                                  probability_and_gradient(2 * a + 1, c + S::W, count1))
-                                         : S::zero();
-        S::store(level1_sums + a * np + c / 2, S::pair_sum(low, high));
+      const Row even = row(2 * a), odd = row(2 * a + 1);
+      T* out = level1_sums + a * np;
+      int64_t c = 0;
+      for (; c + S::W < padded; c += 2 * S::W) {
+        const V low = S::add(probability_and_gradient(even, c), probability_and_gradient(odd, c));
+        const V high = S::add(probability_and_gradient(even, c + S::W), probability_and_gradient(odd, c + S::W));
+        S::store(out + c / 2, S::pair_sum(low, high));
       }
+      if (c < padded)  // an odd number of vectors: the last pairs with zeros
+        S::store(out + c / 2, S::pair_sum(S::add(probability_and_gradient(even, c), probability_and_gradient(odd, c)),
+                                          S::zero()));
     }
   } else {
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t count = row_count(r);
-      for (int64_t c = 0; c < padded; c += S::W) probability_and_gradient(r, c, count);
+      const Row x = row(r);
+      for (int64_t c = 0; c < padded; c += S::W) probability_and_gradient(x, c);
     }
   }
   gemm<S>(kc, dh, rows, {w.scores.data, 1, np}, grad_out + i0 * rs, rs, g.values + j0 * g.stride, g.stride, T(1),
