@@ -250,15 +250,20 @@ struct Strided {
 // each level's GEMM adds the next coarser level's combined row, nearest
 // upsampled): output column c = col + v·W + t reads
 // rows[m · step][window_base[(col + v·W) / W] + window_index[c]], one expand
-// per vector (load_index, expand in the traits above).
+// per vector (load_index, expand in the traits above). paired: rows m and
+// m + 1 of every even m read the same row (stride-2 levels from an even
+// first row), so a micro-kernel expands once per pair; every row block
+// starts at an even row.
 template <class T>
 struct RowAddend {
   const T* const* rows = nullptr;
   int64_t step = 0, col = 0;
   const int32_t* window_base = nullptr;   // [columns / W]
   const int32_t* window_index = nullptr;  // [columns]
+  bool paired = false;
   RowAddend shifted(int64_t rows_down, int64_t cols_right) const {
-    return rows ? RowAddend{rows + rows_down * step, step, col + cols_right, window_base, window_index} : RowAddend{};
+    return rows ? RowAddend{rows + rows_down * step, step, col + cols_right, window_base, window_index, paired}
+                : RowAddend{};
   }
 };
 
@@ -302,17 +307,20 @@ template <class S, int MR, int NV>
     }
   }
   const V scale = S::set1(alpha);
+  V added[NV];  // the addend of the last even row (paired)
 #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 4
     for (int v = 0; v < NV; ++v) {
       typename S::T* out = c + m * ldc + v * S::W;
-      if (accumulate)
+      if (accumulate) {
         S::store(out, S::fmadd(scale, acc[m][v], S::load(out)));
-      else if (addend.rows)
-        S::store(out, S::fmadd(scale, acc[m][v], addend_vector<S>(addend, m, v)));
-      else
+      } else if (addend.rows) {
+        if (m % 2 == 0 || !addend.paired) added[v] = addend_vector<S>(addend, m, v);
+        S::store(out, S::fmadd(scale, acc[m][v], added[v]));
+      } else {
         S::store(out, S::mul(scale, acc[m][v]));
+      }
     }
 }
 
