@@ -7,9 +7,11 @@
 
 #include "engine/autograd.h"
 #include "engine/tensor.h"
+#include "engine/threads.h"
 
-// Small tensors stay on one thread: an OpenMP fork costs more than the work.
-#define HKT_OMP_MIN_WORK 32768
+// Small tensors stay on one thread: an OpenMP fork costs more than the work
+// (engine/threads.h says how much).
+#define HKT_OMP_MIN_WORK (::hkt::parallel_min_work())
 
 namespace hkt {
 

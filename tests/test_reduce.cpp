@@ -1,3 +1,5 @@
+#include <cstdlib>
+
 #include "engine/threads.h"
 #include "tests/gradcheck.h"
 
@@ -117,4 +119,17 @@ TEST_CASE("reductions reject bad input") {
   REQUIRE_THROWS_WITH(max(Tensor::zeros({0, 3}), 0), "max: empty axis 0 of shape [0, 3]");
   REQUIRE_THROWS_WITH(mean(Tensor::zeros({0})), "mean: empty tensor of shape [0]");
   REQUIRE_THROWS_WITH(max(Tensor::zeros({2}, DType::Int32)), "max: expected a float32 or float64 tensor, got int32[2]");
+}
+
+TEST_CASE("kernels stay on one thread below a work size that follows libgomp's wait policy") {
+  CHECK(parallel_min_work_from(nullptr, nullptr, nullptr) == 32768);  // libgomp's default: threads spin
+  CHECK(parallel_min_work_from(nullptr, nullptr, "active") == 32768);
+  CHECK(parallel_min_work_from(nullptr, nullptr, "passive") == 524288);  // threads sleep: a region costs a wake-up
+  CHECK(parallel_min_work_from(nullptr, nullptr, "PASSIVE") == 524288);
+  CHECK(parallel_min_work_from(nullptr, "20000", "passive") == 32768);  // an explicit spin count wins, as in libgomp
+  CHECK(parallel_min_work_from(nullptr, "0", nullptr) == 524288);
+  CHECK(parallel_min_work_from("1000", nullptr, "passive") == 1000);  // HKT_PARALLEL_MIN_WORK sets it
+  CHECK(parallel_min_work_from("-5", nullptr, nullptr) == 0);
+  // The tests run with OMP_WAIT_POLICY=passive and HKT_PARALLEL_MIN_WORK=32768 (CMakeLists.txt).
+  if (const char* forced = std::getenv("HKT_PARALLEL_MIN_WORK")) CHECK(parallel_min_work() == std::atoll(forced));
 }
