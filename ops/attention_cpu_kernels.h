@@ -266,10 +266,10 @@ void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) 
   // Level l's GEMM adds the rows of level l + 1's slot through level l + 1's
   // key map; bidirectionally with stride 2, rows 2a and 2a + 1 of an even
   // first row share one.
-  auto coarser_terms = [&](int64_t l) -> RowAddend<T> {
+  auto coarser_terms = [&](int64_t l) -> UpsampledAddend<T> {
     if (l + 1 >= p.levels) return {};
     const bool paired = !p.causal && p.stride == 2 && w.query_rows.data[l].row0 % 2 == 0;
-    return {addends + l * (p.tile + 1), 1, 0, w.keys.window_base + (l + 1) * per_level,
+    return {addends + l * (p.tile + 1), 0, w.keys.window_base + (l + 1) * per_level,
             w.keys.window_index + (l + 1) * np, paired};
   };
   for (int64_t l = p.levels - 1; l >= 1; --l) {

@@ -246,35 +246,49 @@ struct Strided {
 // What a GEMM adds to row m of its product as it stores it:
 // rows[m · step] + col. step 0 adds one row to every row (linear's bias);
 // step 1 reads a row pointer per row. rows == null: nothing.
-// With window tables the row is coarser than the product (the fused scores:
-// each level's GEMM adds the next coarser level's combined row, nearest
-// upsampled): output column c = col + v·W + t reads
-// rows[m · step][window_base[(col + v·W) / W] + window_index[c]], one expand
-// per vector (load_index, expand in the traits above). paired: rows m and
-// m + 1 of every even m read the same row (stride-2 levels from an even
-// first row), so a micro-kernel expands once per pair; every row block
-// starts at an even row.
 template <class T>
 struct RowAddend {
   const T* const* rows = nullptr;
   int64_t step = 0, col = 0;
+  RowAddend shifted(int64_t rows_down, int64_t cols_right) const {
+    return rows ? RowAddend{rows + rows_down * step, step, col + cols_right} : RowAddend{};
+  }
+  // Row m's addend for the vector of columns v of the current block.
+  template <class S>
+  typename S::V vector(int m, int v) const {
+    return S::load(rows[m * step] + col + v * S::W);
+  }
+  static constexpr bool shares_row(int) { return false; }
+};
+
+// The fused scores' addend: a row per row (step 1), coarser than the
+// product — each level's GEMM adds the next coarser level's row, nearest
+// upsampled: output column c = col + v·W + t reads
+// rows[m][window_base[(col + v·W) / W] + window_index[c]], one expand per
+// vector (load_index, expand in the traits above). paired: rows m and m + 1
+// of every even m read the same row (stride-2 levels from an even first
+// row), so a micro-kernel expands once per pair; every row block starts at
+// an even row. A type of its own, so that the GEMMs with RowAddend compile
+// to the same store loop as before it existed (the branches cost linear's
+// GEMMs 9 % when they shared one type).
+template <class T>
+struct UpsampledAddend {
+  const T* const* rows = nullptr;
+  int64_t col = 0;
   const int32_t* window_base = nullptr;   // [columns / W]
   const int32_t* window_index = nullptr;  // [columns]
   bool paired = false;
-  RowAddend shifted(int64_t rows_down, int64_t cols_right) const {
-    return rows ? RowAddend{rows + rows_down * step, step, col + cols_right, window_base, window_index, paired}
-                : RowAddend{};
+  UpsampledAddend shifted(int64_t rows_down, int64_t cols_right) const {
+    return rows ? UpsampledAddend{rows + rows_down, col + cols_right, window_base, window_index, paired}
+                : UpsampledAddend{};
   }
+  template <class S>
+  typename S::V vector(int m, int v) const {
+    const int64_t c = col + v * S::W;
+    return S::expand(rows[m] + window_base[c / S::W], S::load_index(window_index + c));
+  }
+  bool shares_row(int m) const { return paired && m % 2 == 1; }
 };
-
-// Row m's addend for the vector of columns v of the current block.
-template <class S>
-[[gnu::always_inline]] inline typename S::V addend_vector(const RowAddend<typename S::T>& addend, int m, int v) {
-  const typename S::T* row = addend.rows[m * addend.step];
-  const int64_t c = addend.col + v * S::W;
-  if (!addend.window_index) return S::load(row + c);
-  return S::expand(row + addend.window_base[c / S::W], S::load_index(addend.window_index + c));
-}
 
 // C[m, 0 : NV·W] (= or +=) alpha · Σ_k A(m, k) · B[k, 0 : NV·W] for m < MR:
 // MR × NV accumulators stay in registers through the whole k loop. With an
@@ -285,10 +299,10 @@ template <class S>
 // loop, and that copy, with the same inner loop, ran the feed-forward's GEMMs
 // (N or K = 128) 16 % slower and the attention backward 4 % slower on a Zen 4
 // (docs/PERFORMANCE.md, "2026-12-04").
-template <class S, int MR, int NV>
+template <class S, int MR, int NV, class Addend>
 [[gnu::always_inline]] inline void micro_kernel(int64_t depth, Strided<typename S::T> a, const typename S::T* b,
                                                 int64_t ldb, typename S::T* c, int64_t ldc, typename S::T alpha,
-                                                bool accumulate, RowAddend<typename S::T> addend) {
+                                                bool accumulate, const Addend& addend) {
   using V = typename S::V;
   V acc[MR][NV];
 #pragma GCC unroll 8
@@ -307,7 +321,7 @@ template <class S, int MR, int NV>
     }
   }
   const V scale = S::set1(alpha);
-  V added[NV];  // the addend of the last even row (paired)
+  V added[NV];  // the last addend read (rows that share one reuse it)
 #pragma GCC unroll 8
   for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 4
@@ -316,7 +330,7 @@ template <class S, int MR, int NV>
       if (accumulate) {
         S::store(out, S::fmadd(scale, acc[m][v], S::load(out)));
       } else if (addend.rows) {
-        if (m % 2 == 0 || !addend.paired) added[v] = addend_vector<S>(addend, m, v);
+        if (!addend.shares_row(m)) added[v] = addend.template vector<S>(m, v);
         S::store(out, S::fmadd(scale, acc[m][v], added[v]));
       } else {
         S::store(out, S::mul(scale, acc[m][v]));
@@ -333,20 +347,18 @@ constexpr int rows_for(int vectors) {
 }
 
 // The remainder rows of a column block: MR − 1 down to 1.
-template <class S, int MR, int NV>
+template <class S, int MR, int NV, class Addend>
 void micro_kernel_rows(int64_t rows, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
-                       typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
-                       RowAddend<typename S::T> addend) {
+                       typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate, const Addend& addend) {
   if constexpr (MR >= 1) {
     if (rows == MR) return micro_kernel<S, MR, NV>(depth, a, b, ldb, c, ldc, alpha, accumulate, addend);
     micro_kernel_rows<S, MR - 1, NV>(rows, depth, a, b, ldb, c, ldc, alpha, accumulate, addend);
   }
 }
 
-template <class S, int NV>
+template <class S, int NV, class Addend>
 void gemm_columns(int64_t rows, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
-                  typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
-                  RowAddend<typename S::T> addend) {
+                  typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate, const Addend& addend) {
   constexpr int MR = rows_for<S>(NV);
   int64_t m = 0;
   for (; m + MR <= rows; m += MR)
@@ -361,10 +373,9 @@ void gemm_columns(int64_t rows, int64_t depth, Strided<typename S::T> a, const t
 // multiple of W, B and C row-major with leading dimensions ldb and ldc.
 // depth 0 writes (or adds) zeros. Without accumulate, addend's rows are
 // added as C is stored.
-template <class S>
+template <class S, class Addend = RowAddend<typename S::T>>
 void gemm(int64_t rows, int64_t cols, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
-          typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate,
-          RowAddend<typename S::T> addend = {}) {
+          typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate, const Addend& addend = {}) {
   constexpr int NB = S::kMaxVectors;
   const int64_t vectors = cols / S::W;
   for (int64_t v0 = 0; v0 < vectors; v0 += NB) {
