@@ -604,8 +604,8 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   // registers, where its blocks are 2 × 2 from the tile's corner: fine rows
   // 2a and 2a + 1 and columns 2b and 2b + 1 make U_1[a, b] (bidirectional,
   // stride 2; the sums in pool_level's order).
-  const bool pool_here = multiscale && !p.causal && p.stride == 2 && w.query_rows.data[1].rows * 2 == rows &&
-                         i0 % 2 == 0 && j0 % 2 == 0;
+  const bool pool_here = multiscale && p.levels > 1 && !p.causal && p.stride == 2 &&
+                         w.query_rows.data[1].rows * 2 == rows && i0 % 2 == 0 && j0 % 2 == 0;
   T* level1_sums = w.level_sums.data + (p.tile + 1) * np;  // pool_level's slot for l = 1
   if (pool_here) {
     for (int64_t a = 0; a < rows / 2; ++a) {
