@@ -8,6 +8,7 @@
 
 #include "hkt.h"
 #include "io/cli.h"
+#include "ops/blas.h"
 
 using namespace hkt;
 
@@ -65,6 +66,7 @@ double accuracy(const Tensor& logits, const Tensor& labels) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  hkt::reexec_with_blas_core(argv);  // before any work: OpenBLAS picks its kernels when it loads
   cli::Flags flags("hkt-demo", "Fits a small MLP to three interleaved spirals and prints the loss falling.");
   flags.add_int("steps", 300, "AdamW steps", 1, 1'000'000);
   // `hkt-demo 30`, the form scripts/demo.sh and older notes use, is `--steps 30`.

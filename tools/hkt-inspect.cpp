@@ -15,6 +15,7 @@
 #include "io/cli.h"
 #include "data/listops.h"
 #include "io/json.h"
+#include "ops/blas.h"
 #include "tools/inspect/analysis.h"
 #include "tools/inspect/attention_maps.h"
 #include "tools/inspect/gradients.h"
@@ -286,6 +287,7 @@ void print_overview(FILE* out, const std::map<std::string, Subcommand>& all) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  hkt::reexec_with_blas_core(argv);  // before any work: OpenBLAS picks its kernels when it loads
   const auto all = subcommands();
   const std::string first = argc < 2 ? "" : argv[1];
   if (first == "--help" || first == "-h") {
