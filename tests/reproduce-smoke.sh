@@ -76,7 +76,11 @@ assert (round(t, 4), round(df, 3), round(p, 4)) == (-3.1623, 3.448, 0.0419), (t,
 
 # The summary, from the results alone (the run folders removed).
 rm -rf "$RUNS"
-mkdir -p "$RESULTS/cost/step-L3" "$RESULTS/analysis/hkt-seed0"
+mkdir -p "$RESULTS/cost/step-L2" "$RESULTS/cost/step-L3" "$RESULTS/analysis/hkt-seed0"
+# Where the steps were also interleaved in one process, the table takes that
+# pair's medians and ratio, not the separate runs'.
+printf '{"bench":"step","model":"mha","median_ms":500}\n{"bench":"step","model":"hkt","median_ms":900}\n%s\n' \
+  '{"bench":"step_pair","mha_median_ms":600,"hkt_median_ms":750,"ratio":1.26}' >"$RESULTS/cost/step-L2/output.jsonl"
 printf '{"machine":"cpu","threads":1}\n{"bench":"step","model":"mha","median_ms":700}\n{"bench":"step","model":"hkt","median_ms":1000}\n' \
   >"$RESULTS/cost/step-L3/output.jsonl"
 printf '{"kurtosis":[{"block":0,"level":"fused","kappa":33.0},{"block":0,"level":0,"kappa":2.0}],"bilinear":[%s]}\n' \
@@ -97,6 +101,7 @@ expect "| HKT (L = 3) | 1000 | 3 | 36.00 ± 1.00 | 36.00 ± 1.00 | 10 ± 0 |" "$
 expect "seed 0: +5.00, seed 1: +5.00, seed 2: +5.00." "$summary"
 expect "**Verdict: confirmed (the interval lies above 0)**" "$summary"
 expect "**Verdict: not evaluable yet (3 and 0 of 3 seeds finished)**" "$summary"
+expect "| 2 | 600 | 750 | 1.26 | 1.2500 |  |" "$summary"
 expect "| 3 | 700 | 1000 | 1.43 | 1.3125 | 1.31× |" "$summary"
 expect "| HKT | 1 | 33.0 | l = 0: 2.0 | 36.0 % |" "$summary"  # (3 / 5)^2 of ‖M‖² is antisymmetric
 if grep -qx old "$RESULTS_MD"; then fail "the old text between the markers was kept"; fi
