@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 15's measurements on this session's machine (Intel Xeon VM, AVX-512, OpenBLAS mis-detects it as Prescott).
+# Run from the repository root of a Release build (build/), with the venv of bench/setup-venv.sh.
 set -u
-cd /work/main
 out=docs/results/performance-2026-12-05-intel
 export VENV=/work/venv-bench
 rm -f docs/results/cost/step-L*/output.jsonl
@@ -19,8 +19,8 @@ ROUNDS=7 MODEL=mha OUT=/tmp/rounds-mha bench/rounds.sh > $out/rounds-mha.txt 2>&
 ROUNDS=5 MODEL=hkt OUT=/tmp/rounds-hkt bench/rounds.sh > $out/rounds-hkt.txt 2>&1
 $VENV/bin/python bench/pytorch_step.py --threads 2 --steps 6 --models mha,hkt --modes sdpa,compile+sdpa --down-pointwise > $out/pytorch-sdpa-modes.txt 2>&1
 echo done
-#!/usr/bin/env bash
-cd /work/main
+
+# Then, into thread-scaling-mha.txt: one and two threads, ours and PyTorch compile+sdpa.
 echo "== $(uptime)"
 for t in 1 2; do
   build/hkt-bench step --model mha --threads $t --steps 8 --warmup 1 | grep -v '^{' | sed -n 2,3p
