@@ -390,7 +390,9 @@ void softmax_tile(Workspace<S>& w, int64_t i0, int64_t rows, int64_t j0, int64_t
       continue;
     }
     V tile_max = S::set1(-inf);
-    for (int64_t c = 0; c < count; c += S::W) tile_max = S::max(tile_max, S::keep_first(S::load(s + c), count - c, -inf));
+    int64_t c = 0;
+    for (; c + S::W <= count; c += S::W) tile_max = S::max(tile_max, S::load(s + c));
+    if (c < count) tile_max = S::max(tile_max, S::keep_first(S::load(s + c), count - c, -inf));
     w.next_max.data[r] = std::max(w.row_max.data[r], S::reduce_max(tile_max));
   }
   // e^(m − m'): 1 where the maximum stays (also at −inf, before any finite
@@ -416,12 +418,22 @@ void softmax_tile(Workspace<S>& w, int64_t i0, int64_t rows, int64_t j0, int64_t
     }
     const V shift = S::set1(w.row_max.data[r]);
     V total = S::mul(correction, S::load(sums));
+    // Whole vectors of keys unmasked (the mask cost a blend per vector, a
+    // tenth of the exponential's work), then the last partial one, then zeros.
+    int64_t c = 0;
 #pragma GCC unroll 4
-    for (int64_t c = 0; c < padded; c += S::W) {
-      const V e = S::keep_first(S::exp2(S::sub(S::load(s + c), shift)), count - c, T(0));
+    for (; c + S::W <= count; c += S::W) {
+      const V e = S::exp2(S::sub(S::load(s + c), shift));
       S::store(s + c, e);
       total = S::add(total, e);
     }
+    if (c < count) {
+      const V e = S::keep_first(S::exp2(S::sub(S::load(s + c), shift)), count - c, T(0));
+      S::store(s + c, e);
+      total = S::add(total, e);
+      c += S::W;
+    }
+    std::fill(s + c, s + std::max(c, padded), T(0));
     S::store(sums, total);
   }
 }
@@ -617,7 +629,8 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
                row_count(r)};
   };
   auto probability_and_gradient = [](const Row& x, int64_t c) {
-    const V prob = S::keep_first(S::exp2(S::sub(S::load(x.s + c), x.shift)), x.count - c, T(0));
+    const V e = S::exp2(S::sub(S::load(x.s + c), x.shift));
+    const V prob = x.count - c >= S::W ? e : S::keep_first(e, x.count - c, T(0));
     S::store(x.s + c, prob);
     const V grad = S::mul(prob, S::sub(S::load(x.ds + c), x.delta));
     S::store(x.ds + c, grad);
