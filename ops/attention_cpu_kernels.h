@@ -143,8 +143,8 @@ struct Workspace {
         np(round_up(problem.tile, S::W)),
         ld(np + S::W),
         values_t(backward ? problem.head_dim * np : 0),
-        grad_values_t(backward ? problem.head_dim * np : 0),  // the key tile's dVᵀ and dK₀ᵀ [dh, np]
-        grad_keys_t(backward ? problem.head_dim * np : 0),
+        grad_values_t(backward ? problem.head_dim * np : 0),  // the key tile's dVᵀ and dK_lᵀ
+        grad_keys_t(backward ? problem.levels * problem.head_dim * np : 0),  // [level][dh, np]
         coarse(problem.levels * (problem.tile + 1) * ld),
         scores(problem.tile * np),
         grads(backward ? problem.tile * np : 0),
@@ -217,16 +217,20 @@ void pack_transposed(const typename S::T* rows, int64_t count, int64_t dh, int64
   }
 }
 
-// pack_transposed's inverse: rows[c · stride + d] = in[d · ld + c] for
-// c < count, a gather down each column (dh a multiple of W; else one value
-// at a time).
-template <class S>
+// pack_transposed's inverse: rows[c · stride + d] = (or +=) in[d · ld + c]
+// for c < count, a gather down each column (dh a multiple of W; else one
+// value at a time).
+template <class S, bool Accumulate = false>
 void unpack_transposed(const typename S::T* in, int64_t count, int64_t dh, int64_t ld, int64_t stride,
                        typename S::T* rows) {
   for (int64_t c = 0; c < count; ++c) {
+    typename S::T* row = rows + c * stride;
     int64_t d = 0;
-    for (; d + S::W <= dh; d += S::W) S::store(rows + c * stride + d, S::gather(in + d * ld + c, ld));
-    for (; d < dh; ++d) rows[c * stride + d] = in[d * ld + c];
+    for (; d + S::W <= dh; d += S::W) {
+      const auto column = S::gather(in + d * ld + c, ld);
+      S::store(row + d, Accumulate ? S::add(S::load(row + d), column) : column);
+    }
+    for (; d < dh; ++d) row[d] = Accumulate ? row[d] + in[d * ld + c] : in[d * ld + c];
   }
 }
 
@@ -686,8 +690,8 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
     const T* grad = level_gradient(w, l, sums);
     gemm<S>(rows_l.rows, dh, t.cols, {grad, np, 1}, w.k.data[l] + t.col0 * rs, rs, g.queries[l] + rows_l.row0 * gs,
             gs, scale, true);
-    gemm<S>(t.cols, dh, rows_l.rows, {grad, 1, np}, w.q.data[l] + rows_l.row0 * rs, rs, g.keys[l] + t.col0 * gs, gs,
-            scale * w.weight.data[l], true);
+    gemm_few_rows<S>(dh, t.padded, rows_l.rows, {w.q.data[l] + rows_l.row0 * rs, 1, rs}, grad, np,
+                     w.grad_keys_t.data + l * dh * np, np, scale * w.weight.data[l]);
     finer = sums;
   }
 }
@@ -778,11 +782,16 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         load_keys<S>(p, w.k.data, w.np, j0, j1, w.keys);
         pack_transposed<S>(w.v + j0 * rs, j1 - j0, dh, rs, w.np, w.values_t.data);
         std::fill(w.grad_values_t.data, w.grad_values_t.data + dh * w.np, T(0));
-        std::fill(w.grad_keys_t.data, w.grad_keys_t.data + dh * w.np, T(0));
+        std::fill(w.grad_keys_t.data, w.grad_keys_t.data + levels * dh * w.np, T(0));
         for (int64_t i0 = p.causal ? j0 : 0; i0 < p.length; i0 += p.tile)  // causally, rows i < j0 see no key here
           backward_tile(w, args, targets, head_index, i0, j0, j1);
         unpack_transposed<S>(w.grad_values_t.data, j1 - j0, dh, w.np, rs, targets.values + j0 * rs);
         unpack_transposed<S>(w.grad_keys_t.data, j1 - j0, dh, w.np, rs, targets.keys[0] + j0 * rs);
+        for (int64_t l = 1; multiscale && l < levels; ++l) {  // coarse columns may be shared with the next key tile: +=
+          const KeyGeometry& t = w.keys.geometry[l];
+          unpack_transposed<S, true>(w.grad_keys_t.data + l * dh * w.np, t.cols, dh, w.np, targets.shared_stride,
+                                     targets.keys[l] + t.col0 * targets.shared_stride);
+        }
       }
       if (multiscale && chunks == 1) finish_head(head_index, level_grads.data + head_index * levels);
     }
