@@ -775,10 +775,11 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
       // Interleaved key tiles: causally the early tiles carry the most work.
       for (int64_t tile = chunk; tile < key_tiles; tile += chunks) {
         const int64_t j0 = tile * p.tile, j_end = std::min(p.length, j0 + p.tile);
-        zero_rows(targets.keys[0], j0, j_end, dh, rs);
-        zero_rows(targets.values, j0, j_end, dh, rs);
-        if (j0 >= w.valid) continue;
-        const int64_t j1 = std::min(w.valid, j_end);
+        // Rows [j0, j1) are stored from the transposed sums below; keys past the valid length get none.
+        const int64_t j1 = std::clamp(w.valid, j0, j_end);
+        zero_rows(targets.keys[0], j1, j_end, dh, rs);
+        zero_rows(targets.values, j1, j_end, dh, rs);
+        if (j1 == j0) continue;
         load_keys<S>(p, w.k.data, w.np, j0, j1, w.keys);
         pack_transposed<S>(w.v + j0 * rs, j1 - j0, dh, rs, w.np, w.values_t.data);
         std::fill(w.grad_values_t.data, w.grad_values_t.data + dh * w.np, T(0));
