@@ -64,6 +64,8 @@ struct BackwardArgs {
 // (and exp, exp2 against std::exp, std::exp2):
 //   gemm: C[rows, cols] (= or +=) alpha · A · B, A(m, k) = a[m · a_row + k · a_col], cols % width == 0;
 //         without accumulate, bias (cols values, or null) is added to every row as C is stored.
+//   pack_transposed: out[d · ld + c] = rows[c · stride + d] for c < count, 0 for count ≤ c < ld;
+//   unpack_transposed: its inverse, rows[c · stride + d] = in[d · ld + c] for c < count.
 struct Path {
   const char* name;
   int width;
@@ -71,6 +73,8 @@ struct Path {
   void (*backward)(const Problem&, const BackwardArgs<float>&);
   void (*gemm)(int64_t rows, int64_t cols, int64_t depth, const float* a, int64_t a_row, int64_t a_col,
                const float* b, int64_t ldb, float* c, int64_t ldc, float alpha, bool accumulate, const float* bias);
+  void (*pack_transposed)(const float* rows, int64_t count, int64_t dh, int64_t stride, int64_t ld, float* out);
+  void (*unpack_transposed)(const float* in, int64_t count, int64_t dh, int64_t ld, int64_t stride, float* rows);
   void (*exp)(const float* in, float* out, int64_t count);
   void (*exp2)(const float* in, float* out, int64_t count);  // the softmax's (base 2)
   // Runs `iterations` rounds of register-only FMAs on this thread; returns the FLOPs done (hkt-bench's peak).

@@ -21,7 +21,7 @@
 //   load_index, expand(base, i)  lane t = base[i[t]], 0 ≤ i[t] < W: one unaligned load and
 //                                a one-source permute (nearest upsampling of a coarse row)
 //   pair_sum(a, b)               lane t = x[2t] + x[2t + 1] of the 2W values x = (a, b)
-//   gather(base, stride)         lane t = base[t · stride], W · stride < 2^31 (packing transposed tiles)
+//   transpose(v)                 v[0 … W−1] as a W × W block, transposed in registers (packing tiles)
 //   div, abs, select_nonnegative(x, a, b)   x ≥ 0 ? a : b per lane (NaN: b)
 #include <cmath>
 #include <cstdint>
@@ -62,7 +62,7 @@ struct Scalar {
   static Index load_index(const int32_t* p) { return *p; }
   static V expand(const T* base, Index index) { return base[index]; }
   static V pair_sum(V a, V b) { return a + b; }
-  static V gather(const T* base, int64_t) { return *base; }
+  static void transpose(V*) {}
   static V div(V a, V b) { return a / b; }
   static V abs(V v) { return std::abs(v); }
   static V select_nonnegative(V x, V a, V b) { return x >= T(0) ? a : b; }
@@ -167,9 +167,23 @@ struct Avx2 {
     const __m256d sums = _mm256_castps_pd(_mm256_hadd_ps(a, b));
     return _mm256_castpd_ps(_mm256_permute4x64_pd(sums, 0xD8));
   }
-  static V gather(const T* base, int64_t stride) {
-    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_i32gather_ps(base, _mm256_mullo_epi32(lanes, _mm256_set1_epi32(static_cast<int32_t>(stride))), 4);
+  // Pairs of rows interleaved, then pairs of pairs, then the 128-bit halves swapped.
+  static void transpose(V* v) {
+    V t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(v[i], v[i + 1]);  // row i, i + 1 at columns 0 1 | 4 5
+      t[i + 1] = _mm256_unpackhi_ps(v[i], v[i + 1]);  // columns 2 3 | 6 7
+    }
+    for (int i = 0; i < 8; i += 4) {
+      u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);  // rows i … i + 3 at column 0 | 4
+      u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);  // 1 | 5
+      u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);  // 2 | 6
+      u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);  // 3 | 7
+    }
+    for (int j = 0; j < 4; ++j) {
+      v[j] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x20);
+      v[j + 4] = _mm256_permute2f128_ps(u[j], u[4 + j], 0x31);
+    }
   }
   static V div(V a, V b) { return _mm256_div_ps(a, b); }
   static V abs(V v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
@@ -229,9 +243,32 @@ struct Avx512 {
     const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
     return _mm512_add_ps(_mm512_permutex2var_ps(a, even, b), _mm512_permutex2var_ps(a, odd, b));
   }
-  static V gather(const T* base, int64_t stride) {
-    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    return _mm512_i32gather_ps(_mm512_mullo_epi32(lanes, _mm512_set1_epi32(static_cast<int32_t>(stride))), base, 4);
+  // Pairs of rows interleaved (per 128-bit lane), then pairs of pairs: lane l
+  // of v[4i + j] holds rows 4i … 4i + 3 at column 4l + j; two rounds of
+  // 128-bit lane shuffles gather each column's four lanes.
+  static void transpose(V* v) {
+    V t[16];
+    for (int i = 0; i < 16; i += 2) {
+      t[i] = _mm512_unpacklo_ps(v[i], v[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(v[i], v[i + 1]);
+    }
+    auto pd = [](V x) { return _mm512_castps_pd(x); };
+    for (int i = 0; i < 16; i += 4) {
+      v[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[i]), pd(t[i + 2])));
+      v[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[i]), pd(t[i + 2])));
+      v[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(pd(t[i + 1]), pd(t[i + 3])));
+      v[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(pd(t[i + 1]), pd(t[i + 3])));
+    }
+    for (int j = 0; j < 4; ++j) {
+      const V low_even = _mm512_shuffle_f32x4(v[j], v[4 + j], 0x88), low_odd = _mm512_shuffle_f32x4(v[j], v[4 + j], 0xDD);
+      const V high_even = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], 0x88),
+              high_odd = _mm512_shuffle_f32x4(v[8 + j], v[12 + j], 0xDD);
+      t[j] = _mm512_shuffle_f32x4(low_even, high_even, 0x88);       // column j
+      t[j + 8] = _mm512_shuffle_f32x4(low_even, high_even, 0xDD);   // column j + 8
+      t[j + 4] = _mm512_shuffle_f32x4(low_odd, high_odd, 0x88);     // column j + 4
+      t[j + 12] = _mm512_shuffle_f32x4(low_odd, high_odd, 0xDD);    // column j + 12
+    }
+    for (int j = 0; j < 16; ++j) v[j] = t[j];
   }
   static V div(V a, V b) { return _mm512_div_ps(a, b); }
   static V abs(V v) { return _mm512_abs_ps(v); }

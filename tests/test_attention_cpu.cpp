@@ -56,6 +56,27 @@ std::vector<float> random_floats(size_t count, uint32_t seed) {
 
 }  // namespace
 
+TEST_CASE("transposed packing of key and value tiles equals a plain loop, whole W x W blocks and the edges") {
+  for (const auto* path : paths_under_test())
+    for (int64_t count : {1, 7, 16, 17, 33, 128})
+      for (int64_t dh : {1, 8, 16, 24, 32}) {
+        INFO(path->name << " count " << count << " dh " << dh);
+        const int64_t stride = dh + 3, ld = count + 5;
+        const std::vector<float> rows = random_floats(count * stride, 1);
+        std::vector<float> packed = random_floats(dh * ld, 2);
+        path->pack_transposed(rows.data(), count, dh, stride, ld, packed.data());
+        int wrong = 0;
+        for (int64_t d = 0; d < dh; ++d)
+          for (int64_t c = 0; c < ld; ++c) wrong += packed[d * ld + c] != (c < count ? rows[c * stride + d] : 0.0f);
+        CHECK(wrong == 0);
+        std::vector<float> unpacked = random_floats(count * stride, 3), expected = unpacked;
+        for (int64_t c = 0; c < count; ++c)
+          for (int64_t d = 0; d < dh; ++d) expected[c * stride + d] = packed[d * ld + c];
+        path->unpack_transposed(packed.data(), count, dh, ld, stride, unpacked.data());
+        CHECK(unpacked == expected);  // and the padding between rows untouched
+      }
+}
+
 TEST_CASE("attention micro-kernel GEMM equals a plain loop on odd sizes, both A orientations, with and without a bias row") {
   for (const auto* path : paths_under_test()) {
     const int64_t width = path->width;
