@@ -200,24 +200,35 @@ struct QueryMaps {
   }
 };
 
+// dst[j · dst_stride + i] = (or +=) src[i · src_stride + j] for i < rows,
+// j < cols, both multiples of W: W × W blocks transposed in registers
+// (S::transpose).
+template <class S, bool Accumulate = false>
+void transpose_blocks(const typename S::T* src, int64_t src_stride, int64_t rows, int64_t cols, typename S::T* dst,
+                      int64_t dst_stride) {
+  constexpr int W = S::W;
+  for (int64_t i0 = 0; i0 < rows; i0 += W)
+    for (int64_t j0 = 0; j0 < cols; j0 += W) {
+      typename S::V block[W];
+      for (int t = 0; t < W; ++t) block[t] = S::load(src + (i0 + t) * src_stride + j0);
+      S::transpose(block);
+      for (int t = 0; t < W; ++t) {
+        typename S::T* out = dst + (j0 + t) * dst_stride + i0;
+        S::store(out, Accumulate ? S::add(S::load(out), block[t]) : block[t]);
+      }
+    }
+}
+
 // out[d · ld + c] = rows[c · stride + d] for c < count, 0 for count ≤ c < ld.
-// W × W blocks transposed in registers (S::transpose); the scalar loop, a
-// load from a new cache line per value, was 70 % of load_keys, itself 5 % of
-// the HKT attention op on a Sapphire Rapids core, and gathers still 1.9 %
-// of the HKT step.
+// Whole W × W blocks in registers: the scalar loop, a load from a new cache
+// line per value, was 70 % of load_keys, itself 5 % of the HKT attention op
+// on a Sapphire Rapids core, and gathers still 1.9 % of the HKT step.
 template <class S>
 void pack_transposed(const typename S::T* rows, int64_t count, int64_t dh, int64_t stride, int64_t ld,
                      typename S::T* out) {
   using T = typename S::T;
-  constexpr int W = S::W;
-  const int64_t whole_c = count / W * W, whole_d = dh / W * W;
-  for (int64_t c0 = 0; c0 < whole_c; c0 += W)
-    for (int64_t d0 = 0; d0 < whole_d; d0 += W) {
-      typename S::V block[W];
-      for (int t = 0; t < W; ++t) block[t] = S::load(rows + (c0 + t) * stride + d0);
-      S::transpose(block);
-      for (int t = 0; t < W; ++t) S::store(out + (d0 + t) * ld + c0, block[t]);
-    }
+  const int64_t whole_c = count / S::W * S::W, whole_d = dh / S::W * S::W;
+  transpose_blocks<S>(rows, stride, whole_c, whole_d, out, ld);
   for (int64_t d = 0; d < dh; ++d) {  // what the blocks left: the last columns, the last rows of d
     T* line = out + d * ld;
     for (int64_t c = d < whole_d ? whole_c : 0; c < count; ++c) line[c] = rows[c * stride + d];
@@ -230,18 +241,8 @@ void pack_transposed(const typename S::T* rows, int64_t count, int64_t dh, int64
 template <class S, bool Accumulate = false>
 void unpack_transposed(const typename S::T* in, int64_t count, int64_t dh, int64_t ld, int64_t stride,
                        typename S::T* rows) {
-  constexpr int W = S::W;
-  const int64_t whole_c = count / W * W, whole_d = dh / W * W;
-  for (int64_t c0 = 0; c0 < whole_c; c0 += W)
-    for (int64_t d0 = 0; d0 < whole_d; d0 += W) {
-      typename S::V block[W];
-      for (int t = 0; t < W; ++t) block[t] = S::load(in + (d0 + t) * ld + c0);
-      S::transpose(block);
-      for (int t = 0; t < W; ++t) {
-        typename S::T* out = rows + (c0 + t) * stride + d0;
-        S::store(out, Accumulate ? S::add(S::load(out), block[t]) : block[t]);
-      }
-    }
+  const int64_t whole_c = count / S::W * S::W, whole_d = dh / S::W * S::W;
+  transpose_blocks<S, Accumulate>(in, ld, whole_d, whole_c, rows, stride);
   for (int64_t c = 0; c < count; ++c)
     for (int64_t d = c < whole_c ? whole_d : 0; d < dh; ++d) {
       typename S::T& out = rows[c * stride + d];
