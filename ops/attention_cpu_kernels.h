@@ -121,6 +121,7 @@ struct Workspace {
   KeyTileStore<T> own_keys;  // the backward's current key tile
   KeyTile<T> keys;
   Buffer<QueryGeometry> query_rows;
+  Buffer<int64_t> row_keys;  // the backward tile's keys per query row (causal, padded batches: fewer)
   Buffer<const T*> q, k;
   Buffer<T> weight;
   // What depends on the query tile alone, the same for every head and key
@@ -160,6 +161,7 @@ struct Workspace {
         own_keys(backward ? 1 : 0, problem.levels, problem.head_dim, np, S::W),
         keys(own_keys.at(0)),
         query_rows(problem.levels),
+        row_keys(backward ? problem.tile : 0),
         q(problem.levels),
         k(problem.levels),
         weight(problem.levels),
@@ -617,11 +619,65 @@ double finish_query_gradient(const typename S::T* queries, int64_t query_stride,
   return total;
 }
 
+// The dP GEMM's store (dP = dO·Vᵀ) fused with the softmax's gradient: per
+// stored vector at row r and columns c, P = 2^(S − lse_r) (0 past the row's
+// keys) replaces S in `scores`, and dS = P ⊙ (dP − D_r) is stored as C, so
+// dP never reaches memory. With `pooled`, rows 2a, 2a + 1 and vector pairs
+// (v, v + 1) also make level 1's pooled dS (pool_level's sums, in its
+// order): every row block starts at an even row and has an even number of
+// rows there (the tile's rows are even), and every column block at an even
+// vector, so no pair straddles two blocks; an odd last vector pairs with 0.
+template <class T>
+struct SoftmaxGradient {
+  T* scores = nullptr;  // S in, P out; row stride ld
+  int64_t ld = 0;
+  const T* shift = nullptr;       // per row: log2 Σ 2^S (the forward's log2_sum_exp)
+  const T* delta = nullptr;       // per row: D = rowsum(dO ⊙ O)
+  const int64_t* keys = nullptr;  // per row: how many of the tile's keys it sees
+  T* pooled = nullptr;            // level 1's sums, row stride ld; null: none here
+  int64_t row = 0, col = 0;       // this block's first row and column
+  SoftmaxGradient shifted(int64_t rows_down, int64_t cols_right) const {
+    SoftmaxGradient next = *this;
+    next.row += rows_down;
+    next.col += cols_right;
+    return next;
+  }
+  template <class S, int MR, int NV>
+  void store_block(typename S::V (&acc)[MR][NV], T* c, int64_t ldc, T alpha) const {
+    using V = typename S::V;
+    const V scale = S::set1(alpha);
+#pragma GCC unroll 8
+    for (int m = 0; m < MR; ++m) {
+      const int64_t r = row + m, keys_left = keys[r] - col;
+      const V shift_r = S::set1(shift[r]), delta_r = S::set1(delta[r]);
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        T* s = scores + r * ld + col + v * S::W;
+        const V e = S::exp2(S::sub(S::load(s), shift_r));
+        const V prob = keys_left - v * S::W >= S::W ? e : S::keep_first(e, keys_left - v * S::W, T(0));
+        S::store(s, prob);
+        acc[m][v] = S::mul(prob, S::sub(S::mul(scale, acc[m][v]), delta_r));
+        S::store(c + m * ldc + v * S::W, acc[m][v]);
+      }
+    }
+    if (!pooled) return;
+#pragma GCC unroll 4
+    for (int m = 0; m + 1 < MR; m += 2) {
+      T* out = pooled + (row + m) / 2 * ld + col / 2;
+#pragma GCC unroll 2
+      for (int v = 0; v < NV; v += 2) {
+        const V low = S::add(acc[m][v], acc[m + 1][v]);
+        const V high = v + 1 < NV ? S::add(acc[m][v + 1], acc[m + 1][v + 1]) : S::zero();
+        S::store(out + v * S::W / 2, S::pair_sum(low, high));
+      }
+    }
+  }
+};
+
 template <class S>
 void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, const GradientTargets<typename S::T>& g,
                    int64_t head_index, int64_t i0, int64_t j0, int64_t j1) {
   using T = typename S::T;
-  using V = typename S::V;
   const Problem& p = w.p;
   const int64_t dh = w.dh, rs = w.rs, np = w.np, i1 = std::min(p.length, i0 + p.tile), rows = i1 - i0, kc = j1 - j0;
   const int64_t gs = g.shared_stride;
@@ -633,60 +689,25 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   // Only the tile's keys, rounded up to W (a partial last tile): the GEMMs
   // below read no column past them, pooling none past padded either.
   const int64_t padded = w.keys.geometry[0].padded;
-  gemm<S>(rows, padded, dh, {grad_out + i0 * rs, rs, 1}, w.values_t.data, np, w.grads.data, np, T(1), false);
-  // scores → P = exp(S − lse), 0 at masked keys; grads: dP → dS = P ⊙ (dP − D).
-  auto row_count = [&](int64_t r) {
-    return std::max<int64_t>(0, std::min(key_limit(i0 + r, w.valid, p.causal), j1) - j0);
-  };
-  // One row's constants, then P and dS of its vector at column c (dS returned).
-  struct Row {
-    T *s, *ds;
-    V shift, delta;
-    int64_t count;
-  };
-  auto row = [&](int64_t r) {
-    return Row{w.scores.data + r * np, w.grads.data + r * np, S::set1(lse[i0 + r]), S::set1(w.delta.data[i0 + r]),
-               row_count(r)};
-  };
-  auto probability_and_gradient = [](const Row& x, int64_t c) {
-    const V e = S::exp2(S::sub(S::load(x.s + c), x.shift));
-    const V prob = x.count - c >= S::W ? e : S::keep_first(e, x.count - c, T(0));
-    S::store(x.s + c, prob);
-    const V grad = S::mul(prob, S::sub(S::load(x.ds + c), x.delta));
-    S::store(x.ds + c, grad);
-    return grad;
-  };
-  // Level 1's pooled dS (pool_level) made here while the values are in
+  // dP = dO·Vᵀ, and in its store P = exp(S − lse) (0 at masked keys) into
+  // scores and dS = P ⊙ (dP − D) into grads (SoftmaxGradient). Level 1's
+  // pooled dS (pool_level) is made there too while the values are in
   // registers, where its blocks are 2 × 2 from the tile's corner: fine rows
   // 2a and 2a + 1 and columns 2b and 2b + 1 make U_1[a, b] (bidirectional,
-  // stride 2; the sums in pool_level's order).
+  // stride 2).
+  for (int64_t r = 0; r < rows; ++r)
+    w.row_keys.data[r] = std::max<int64_t>(0, std::min(key_limit(i0 + r, w.valid, p.causal), j1) - j0);
   const bool pool_here = multiscale && p.levels > 1 && !p.causal && p.stride == 2 &&
                          w.query_rows.data[1].rows * 2 == rows && i0 % 2 == 0 && j0 % 2 == 0;
   T* level1_sums = w.level_sums.data + (p.tile + 1) * np;  // pool_level's slot for l = 1
-  if (pool_here) {
-    for (int64_t a = 0; a < rows / 2; ++a) {
-      const Row even = row(2 * a), odd = row(2 * a + 1);
-      T* out = level1_sums + a * np;
-      int64_t c = 0;
-      for (; c + S::W < padded; c += 2 * S::W) {
-        const V low = S::add(probability_and_gradient(even, c), probability_and_gradient(odd, c));
-        const V high = S::add(probability_and_gradient(even, c + S::W), probability_and_gradient(odd, c + S::W));
-        S::store(out + c / 2, S::pair_sum(low, high));
-      }
-      if (c < padded)  // an odd number of vectors: the last pairs with zeros
-        S::store(out + c / 2, S::pair_sum(S::add(probability_and_gradient(even, c), probability_and_gradient(odd, c)),
-                                          S::zero()));
-    }
-  } else {
-    for (int64_t r = 0; r < rows; ++r) {
-      const Row x = row(r);
-      for (int64_t c = 0; c < padded; c += S::W) probability_and_gradient(x, c);
-    }
-  }
+  const SoftmaxGradient<T> softmax_gradient{w.scores.data, np, lse + i0, w.delta.data + i0, w.row_keys.data,
+                                            pool_here ? level1_sums : nullptr};
+  gemm<S>(rows, padded, dh, {grad_out + i0 * rs, rs, 1}, w.values_t.data, np, w.grads.data, np, T(1), false,
+          softmax_gradient);
   // dV and dK₀ of the key tile, transposed (dVᵀ += dOᵀ·P, dK₀ᵀ += Q₀ᵀ·dS):
   // the products are dh × padded, as wide as the tile, so every broadcast of
   // A feeds NB vectors of FMAs; dV = Pᵀ·dO would be one vector wide (dh = 16)
-  // and load-bound, a broadcast per FMA. store_key_gradients writes them.
+  // and load-bound, a broadcast per FMA. unpack_transposed writes them after the key tile.
   gemm_few_rows<S>(dh, padded, rows, {grad_out + i0 * rs, 1, rs}, w.scores.data, np, w.grad_values_t.data, np, T(1));
   const T fine_alpha = scale * w.weight.data[0];
   gemm_few_rows<S>(dh, padded, rows, {w.q.data[0] + i0 * rs, 1, rs}, w.grads.data, np, w.grad_keys_t.data, np,

@@ -340,7 +340,8 @@ struct UpsampledAddend {
 // C[m, 0 : NV·W] (= or +=) alpha · Σ_k A(m, k) · B[k, 0 : NV·W] for m < MR:
 // MR × NV accumulators stay in registers through the whole k loop. With an
 // addend and no accumulate, C = alpha·AB + addend: it joins in the store, so
-// C is written once and never read.
+// C is written once and never read. An addend with a store_block member
+// stores the block itself (the backward's dS, computed from dP in registers).
 //
 // Always inlined: GCC 12 otherwise calls one out-of-line copy from every row
 // loop, and that copy, with the same inner loop, ran the feed-forward's GEMMs
@@ -367,22 +368,26 @@ template <class S, int MR, int NV, class Addend>
       for (int v = 0; v < NV; ++v) acc[m][v] = S::fmadd(am, row[v], acc[m][v]);
     }
   }
-  const V scale = S::set1(alpha);
-  V added[NV];  // the last addend read (rows that share one reuse it)
+  if constexpr (requires { addend.template store_block<S, MR, NV>(acc, c, ldc, alpha); }) {
+    addend.template store_block<S, MR, NV>(acc, c, ldc, alpha);  // an epilogue of its own (SoftmaxGradient)
+  } else {
+    const V scale = S::set1(alpha);
+    V added[NV];  // the last addend read (rows that share one reuse it)
 #pragma GCC unroll 8
-  for (int m = 0; m < MR; ++m)
+    for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 4
-    for (int v = 0; v < NV; ++v) {
-      typename S::T* out = c + m * ldc + v * S::W;
-      if (accumulate) {
-        S::store(out, S::fmadd(scale, acc[m][v], S::load(out)));
-      } else if (addend.rows) {
-        if (!addend.shares_row(m)) added[v] = addend.template vector<S>(m, v);
-        S::store(out, S::fmadd(scale, acc[m][v], added[v]));
-      } else {
-        S::store(out, S::mul(scale, acc[m][v]));
+      for (int v = 0; v < NV; ++v) {
+        typename S::T* out = c + m * ldc + v * S::W;
+        if (accumulate) {
+          S::store(out, S::fmadd(scale, acc[m][v], S::load(out)));
+        } else if (addend.rows) {
+          if (!addend.shares_row(m)) added[v] = addend.template vector<S>(m, v);
+          S::store(out, S::fmadd(scale, acc[m][v], added[v]));
+        } else {
+          S::store(out, S::mul(scale, acc[m][v]));
+        }
       }
-    }
+  }
 }
 
 // Rows per micro-kernel for NV vectors of columns: enough independent
