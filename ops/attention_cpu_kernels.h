@@ -15,8 +15,9 @@
 // The softmax runs in base 2 (scores scaled by log2 e, exp2, lse kept as
 // log2_sum_exp), which is the same P for a cheaper exponential.
 //
-// Backward: S recomputed the same way, P = exp(S − lse), dP = dO·Vᵀ,
-// dS = P ⊙ (dP − D) per tile; then dVᵀ += dOᵀ·P, dK₀ᵀ += λ₀ Q₀ᵀ·dS/√dh
+// Backward: S recomputed the same way; dP = dO·Vᵀ, and in that product's
+// store P = exp(S − lse) and dS = P ⊙ (dP − D) per tile (SoftmaxGradient);
+// then dVᵀ += dOᵀ·P, dK₀ᵀ += λ₀ Q₀ᵀ·dS/√dh
 // (transposed, a key tile's worth, written to dV and dK₀ once per key tile),
 // dQ₀ += λ₀ dS·K₀/√dh, and for l ≥ 1 the tile's dS pooled onto coarse rows
 // (vector adds) and columns (vector pair sums for power-of-two blocks), P_l,

@@ -10,7 +10,7 @@ export VENV=/work/venv-bench BEFORE=${BEFORE:-/work/wt-before/build}
 lscpu | grep -E "Model name|^CPU\(s\)|L1d|L2|L3" > $out/machine.txt
 # Before/after, alternating builds: the attention ops alone (B = 32, T = 512, 1 thread) and the
 # training step of both models (1 and 2 threads).
-BATCH=32 bench/ab.sh attention "$BEFORE" build 10 > $out/before-after-attention.txt 2>&1
+[ -n "${SKIP_OP:-}" ] || BATCH=32 bench/ab.sh attention "$BEFORE" build 10 > $out/before-after-attention.txt 2>&1
 THREADS=1 STEPS=6 bench/ab.sh step "$BEFORE" build 5 > $out/before-after-step-1thread.txt 2>&1
 THREADS=2 STEPS=6 bench/ab.sh step "$BEFORE" build 5 > $out/before-after-step-2threads.txt 2>&1
 {
