@@ -73,9 +73,11 @@ bool own_gemm_enabled() {
 // leave threads idle, and one micro-kernel pass over the whole depth streams
 // B from memory once per 6 rows of C. Instead fixed chunks of the depth each
 // make a whole partial C, walking their chunk in blocks short enough that B's
-// block stays in L2 while every row of C reads it; the partials are added in
+// block stays in L1 while every row of C reads it (64 deep: 16 KiB of B at
+// N = 64; the 64 × 64 product ran 1.08× faster than in 256-deep blocks, which
+// stay in L2 only, on a Sapphire Rapids core); the partials are added in
 // chunk order, so the result does not depend on the thread count.
-constexpr int64_t kDepthChunk = 2048, kDepthBlock = 256;
+constexpr int64_t kDepthChunk = 2048, kDepthBlock = 64;
 bool split_depth(int64_t m, int64_t k) { return m < 384 && k >= 2 * kDepthChunk; }
 
 void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
