@@ -80,6 +80,28 @@ bool own_gemm_enabled() {
 constexpr int64_t kDepthChunk = 2048, kDepthBlock = 64;
 bool split_depth(int64_t m, int64_t k) { return m < 384 && k >= 2 * kDepthChunk; }
 
+// Asks for `count` floats from p into L2 (one hint per 64-byte line). In the
+// training step the GEMMs' streamed operand (the activations, 2–8 MiB) comes
+// from DRAM, and the hardware prefetcher, which stops at 4 KiB pages and
+// follows one stream per page, leaves the micro-kernel waiting on it: the
+// weight gradient ran at 57–76 GFLOP/s inside the step against 82–115 with
+// its operands in cache. Asking for the next block while this one computes
+// took the 64 × 64 × 16384 product from DRAM from 61 to 85 GFLOP/s; in the
+// step, where part of the operands is still in L2 or L3, the GEMMs gained
+// 4 % on 2 threads and nothing measurable on 1 (docs/PERFORMANCE.md).
+void prefetch_to_l2(const float* p, int64_t count) {
+  for (int64_t i = 0; i < count; i += 16) __builtin_prefetch(p + i, 0, 2);
+}
+
+// The a and b blocks of depth [k0, k0 + count) that gemm_split_depth reads.
+void prefetch_depth_block(int64_t m, int64_t n, int64_t k0, int64_t count, const float* a, int64_t a_row,
+                          int64_t a_col, const float* b) {
+  if (a_row == 1) prefetch_to_l2(a + k0 * a_col, count * a_col);  // Aᵀ: the block is contiguous
+  else
+    for (int64_t row = 0; row < m; ++row) prefetch_to_l2(a + row * a_row + k0, count);
+  prefetch_to_l2(b + k0 * n, count * n);
+}
+
 void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
                       const float* bias, float* c, bool accumulate, const attention_cpu::Path& path) {
   const int64_t chunks = (k + kDepthChunk - 1) / kDepthChunk;
@@ -87,9 +109,13 @@ void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
 #pragma omp parallel for schedule(static)
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     const int64_t end = std::min(k, (chunk + 1) * kDepthChunk);
-    for (int64_t k0 = chunk * kDepthChunk; k0 < end; k0 += kDepthBlock)
+    for (int64_t k0 = chunk * kDepthChunk; k0 < end; k0 += kDepthBlock) {
+      // Two blocks ahead: one block's compute is shorter than a DRAM round trip.
+      const int64_t ahead = k0 + 2 * kDepthBlock;
+      if (ahead < end) prefetch_depth_block(m, n, ahead, std::min(kDepthBlock, end - ahead), a, a_row, a_col, b);
       path.gemm(m, n, std::min(kDepthBlock, end - k0), a + k0 * a_col, a_row, a_col, b + k0 * n, n,
                 partial.data() + chunk * m * n, n, 1.0f, k0 != chunk * kDepthChunk, nullptr);
+    }
   }
   for (int64_t row = 0; row < m; ++row)
     for (int64_t col = 0; col < n; ++col) {
@@ -136,6 +162,8 @@ void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, co
 #pragma omp parallel for schedule(static) if (m * n * k > 8 * HKT_OMP_MIN_WORK && blocks > 1)
     for (int64_t block = 0; block < blocks; ++block) {
       const int64_t m0 = block * kRows, rows = std::min(kRows, m - m0);
+      // The next block's rows of A (B is small and stays in cache).
+      if (a_col == 1 && m0 + kRows < m) prefetch_to_l2(a + (m0 + kRows) * a_row, std::min(kRows, m - m0 - kRows) * k);
       // linear's bias joins in the micro-kernel's store: C written once, never read back.
       path.gemm(rows, n, k, a + m0 * a_row, a_row, a_col, rows_b, n, c + m0 * n, n, 1.0f, summing,
                 summing ? nullptr : bias);
