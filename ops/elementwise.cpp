@@ -179,12 +179,15 @@ Tensor binary(const char* op, const Tensor& a, const Tensor& b) {
 }
 
 // The local derivatives of a binary op, before summing over broadcast axes.
+// local_grads(g, need_a, need_b) makes only the ones asked for: a mask
+// multiplied in (x ⊙ valid_rows) would otherwise cost a full-size product
+// for a gradient nobody reads.
 Tensor binary_with_grad(const char* op, const Tensor& a, const Tensor& b,
-                        std::function<std::pair<Tensor, Tensor>(const Tensor& g)> local_grads) {
+                        std::function<std::pair<Tensor, Tensor>(const Tensor& g, bool need_a, bool need_b)> local_grads) {
   Tensor out = binary(op, a, b);
   record(op, {a, b}, out, [local_grads, shape_a = a.shape(), shape_b = b.shape(), ra = a.requires_grad(),
                            rb = b.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
-    auto [ga, gb] = local_grads(g);
+    auto [ga, gb] = local_grads(g, ra, rb);
     return {ra ? sum_to(ga, shape_a) : Tensor(), rb ? sum_to(gb, shape_b) : Tensor()};
   });
   return out;
@@ -206,20 +209,23 @@ Tensor unary(const char* op, const char* backward_op, const Tensor& x, double pa
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  return binary_with_grad(kernels::add, a, b, [](const Tensor& g) { return std::pair{g, g}; });
+  return binary_with_grad(kernels::add, a, b, [](const Tensor& g, bool, bool) { return std::pair{g, g}; });
 }
 Tensor sub(const Tensor& a, const Tensor& b) {
-  return binary_with_grad(kernels::sub, a, b, [](const Tensor& g) { return std::pair{g, neg(g)}; });
+  return binary_with_grad(kernels::sub, a, b,
+                          [](const Tensor& g, bool, bool need_b) { return std::pair{g, need_b ? neg(g) : Tensor()}; });
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
   Tensor da = a.detach(), db = b.detach();
-  return binary_with_grad(kernels::mul, a, b, [da, db](const Tensor& g) { return std::pair{mul(g, db), mul(g, da)}; });
+  return binary_with_grad(kernels::mul, a, b, [da, db](const Tensor& g, bool need_a, bool need_b) {
+    return std::pair{need_a ? mul(g, db) : Tensor(), need_b ? mul(g, da) : Tensor()};
+  });
 }
 Tensor div(const Tensor& a, const Tensor& b) {
   Tensor da = a.detach(), db = b.detach();
-  return binary_with_grad(kernels::div, a, b, [da, db](const Tensor& g) {
+  return binary_with_grad(kernels::div, a, b, [da, db](const Tensor& g, bool need_a, bool need_b) {
     Tensor ga = div(g, db);
-    return std::pair{ga, neg(div(mul(ga, da), db))};
+    return std::pair{need_a ? ga : Tensor(), need_b ? neg(div(mul(ga, da), db)) : Tensor()};
   });
 }
 

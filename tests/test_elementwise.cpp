@@ -1,6 +1,8 @@
 #include <cmath>
 
 #include "engine/dispatch.h"
+#include "engine/profiler.h"
+#include "ops/reduce.h"
 #include "tests/gradcheck.h"
 
 using namespace hkt;
@@ -162,4 +164,42 @@ TEST_CASE("elementwise ops on empty tensors give empty results") {
   Tensor a = Tensor::zeros({0, 3});
   CHECK(add(a, Tensor::zeros({3})).shape() == Shape{0, 3});
   CHECK(exp(a).numel() == 0);
+}
+
+TEST_CASE("binary ops' backward makes only the gradients an input needs") {
+  // A mask multiplied in (x ⊙ valid_rows, the models' padding mask) has no
+  // gradient to receive: its backward must not pay a full-size product for it.
+  auto calls = [](const char* op) {
+    for (const auto& entry : profiler::snapshot())
+      if (entry.op == op) return entry.calls;
+    return int64_t{0};
+  };
+  Tensor x = random_tensor({3, 5, 4}, 1).requires_grad_();
+  Tensor mask = random_tensor({3, 5, 1}, 2), divisor = add(random_tensor({4}, 3), 3.0);
+  profiler::reset();
+  profiler::enable(true);
+  sum(mul(x, mask)).backward();
+  const int64_t mul_calls = calls(kernels::mul);
+  sum(div(x, divisor)).backward();
+  const int64_t div_calls = calls(kernels::div), neg_calls = calls(kernels::neg);
+  profiler::enable(false);
+  profiler::reset();
+  CHECK(mul_calls == 2);  // forward, and the gradient of x only
+  CHECK(div_calls == 2);
+  CHECK(neg_calls == 0);
+  CHECK_FALSE(mask.grad().defined());
+  // Both gradients summed: g ⊙ mask from mul, g / divisor from div.
+  Tensor expected = add(broadcast_to(mask, x.shape()), div(Tensor::ones(x.shape(), DType::Float64), divisor));
+  CHECK(max_abs_diff(x.grad(), expected) < 1e-12);
+
+  // Only the second input asking: its gradient alone, and right.
+  Tensor b = random_tensor({4}, 4).requires_grad_(), a = random_tensor({3, 4}, 5);
+  sum(mul(a, b)).backward();
+  CHECK(max_abs_diff(b.grad(), sum(a, 0)) < 1e-12);
+  Tensor c = add(random_tensor({4}, 6), 3.0).detach().requires_grad_();
+  sum(div(a, c)).backward();
+  Tensor expected_c = neg(div(sum(a, 0), mul(c.detach(), c.detach())));
+  CHECK(max_abs_diff(c.grad(), expected_c) < 1e-12);
+  sum(sub(a, c)).backward();  // accumulates −3 per element onto c's gradient
+  CHECK(max_abs_diff(c.grad(), add(expected_c, -3.0)) < 1e-12);
 }
