@@ -38,6 +38,12 @@ expect 0 "usage: hkt-bench step" "$build/hkt-bench" step --help
 # A tiny step of both models: per-model lines, then the interleaved pair's ratio.
 expect 0 '"bench":"step_pair".*"ratio":[0-9]' "$build/hkt-bench" step --model both --batch 2 --seq-len 16 \
   --d-model 16 --heads 2 --d-ff 32 --steps 2 --warmup 1 --threads 1 --down-pointwise
+expect 0 "usage: hkt-bench gemm" "$build/hkt-bench" gemm --help
+# The step's nine GEMMs (three layers, three passes), small: each a JSON line with both columns.
+gemm_lines="$("$build/hkt-bench" gemm --rows 96 --repeats 1 --memory-mib 1 --threads 1 2>&1 |
+  grep -Ec '"bench":"gemm","pass":"(forward|grad_input|grad_weight)".*"in_cache_gflops":[0-9.]+,"from_memory_gflops":[0-9.]+')"
+[ "$gemm_lines" = 9 ] || fail "hkt-bench gemm: $gemm_lines JSON lines with both columns, expected 9"
+expect 2 "^hkt-bench gemm: --rows must be a whole number in 1\.\." "$build/hkt-bench" gemm --rows 0
 
 # Ranges: the issue's examples, each a usage error naming the flag and what it takes.
 expect 2 "^hkt-train: --lr must be a finite number >= 0, got '-1'" "$build/hkt-train" --lr -1

@@ -8,6 +8,7 @@
 //   hkt-bench [--device cpu|cuda] [--min-t 256] [--max-t 8192] [--batch B] [--heads H] [--head-dim dh]
 //             [--threads N] [--repeats 3] [--causal] [--fused-only]        (--help: every flag)
 //   hkt-bench step [--model mha|hkt|both] [--threads N] [--profile] ...   (tools/bench/step.h)
+//   hkt-bench gemm [--threads N] [--rows M] [--repeats N]                   (tools/bench/gemm.h)
 //
 // On the CPU it first measures the machine's limit: a register-only FMA loop
 // on every thread at once with the widest SIMD path this CPU runs (printed
@@ -46,6 +47,7 @@
 #include "ops/attention_cpu.h"
 #include "ops/blas.h"
 #include "tools/bench/child.h"
+#include "tools/bench/gemm.h"
 #include "tools/bench/step.h"
 #include "io/cli.h"
 #include "ops/attention_reference.h"
@@ -271,6 +273,17 @@ void require_cuda(const Options& options) {
 
 int run_bench(const cli::Flags& flags, char** argv);
 
+// The first JSON line of `step` and `gemm`: the machine's FMA peak on this
+// many threads, the SIMD path that reached it, and the BLAS. Returns the peak.
+double print_machine_line() {
+  const double peak = fma_peak_gflops(num_threads());
+  std::printf("{\"machine\":\"cpu\",\"threads\":%d,\"fma_peak_gflops\":%.1f,\"fma_peak_path\":\"%s\","
+              "\"blas\":\"%s\",\"blas_core\":\"%s\"}\n",
+              num_threads(), peak, attention_cpu::widest_path().name, blas_info().library.c_str(),
+              blas_info().core.c_str());
+  return peak;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -283,17 +296,25 @@ int main(int argc, char** argv) {
       const bench::StepOptions step = bench::step_options(flags);
       if (mode == "--step-child") return bench::run_step_child(step);
       if (step.threads > 0) set_num_threads(step.threads);
-      const double peak = fma_peak_gflops(num_threads());
-      std::printf("{\"machine\":\"cpu\",\"threads\":%d,\"fma_peak_gflops\":%.1f,\"fma_peak_path\":\"%s\","
-                  "\"blas\":\"%s\",\"blas_core\":\"%s\"}\n",
-                  num_threads(), peak, attention_cpu::widest_path().name, blas_info().library.c_str(),
-                  blas_info().core.c_str());
+      const double peak = print_machine_line();
       return bench::run_step_bench(step, argv, peak, [] { return fma_peak_gflops(num_threads()); });
+    });
+  }
+  if (mode == "gemm") {  // the step's GEMMs, in cache and from memory (tools/bench/gemm.h)
+    cli::Flags flags("hkt-bench gemm",
+                     "Times the training step's float32 GEMMs (each linear's forward, input and weight gradient)\n"
+                     "with their operands in cache and coming from memory.");
+    bench::declare_gemm_flags(flags);
+    return cli::run(flags, argc - 1, argv + 1, [&] {
+      const bench::GemmOptions options = bench::gemm_options(flags);
+      if (options.threads > 0) set_num_threads(options.threads);
+      const double peak = print_machine_line();
+      return bench::run_gemm_bench(options, peak);
     });
   }
   cli::Flags flags("hkt-bench",
                    "Wall time and peak memory of the fused attention ops against their composed references.\n"
-                   "hkt-bench step --help: the training step instead.");
+                   "hkt-bench step --help: the training step instead; hkt-bench gemm --help: its GEMMs.");
   declare_flags(flags);
   return cli::run(flags, argc, argv, [&] { return run_bench(flags, argv); });
 }
