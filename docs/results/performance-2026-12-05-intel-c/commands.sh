@@ -33,3 +33,14 @@ ROUNDS=7 MODEL=mha MODE=sdpa OUT=/tmp/rounds-mha bench/rounds.sh > $out/rounds-m
 ROUNDS=5 MODEL=hkt MODE=sdpa OUT=/tmp/rounds-hkt bench/rounds.sh > $out/rounds-hkt-sdpa.txt 2>&1
 ROUNDS=3 MODEL=mha MODE=compile+sdpa OUT=/tmp/rounds-mha-c bench/rounds.sh > $out/rounds-mha-compile-sdpa.txt 2>&1
 echo done
+# The step's GEMMs in cache and from memory (hkt-bench gemm, added after the runs above, at 658837d):
+# the project's micro-kernel, then OpenBLAS (told its core type by the tool's re-exec), 1 and 2 threads.
+{
+for t in 1 2; do
+  echo "== micro-kernel, threads $t: $(uptime)"
+  build/hkt-bench gemm --threads $t
+  echo "== OpenBLAS, threads $t: $(uptime)"
+  HKT_CPU_GEMM=blas build/hkt-bench gemm --threads $t
+done
+echo "== after: $(uptime)"
+} > $out/gemm.txt 2>&1
