@@ -8,10 +8,12 @@
 #include <climits>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "engine/cpu_allocator.h"
 #include "engine/dispatch.h"
 #include "ops/attention_cpu.h"
 #include "ops/blas.h"
@@ -81,21 +83,23 @@ constexpr int64_t kDepthChunk = 2048, kDepthBlock = 64;
 bool split_depth(int64_t m, int64_t k) { return m < 384 && k >= 2 * kDepthChunk; }
 
 // Asks for `count` floats from p into L2 (one hint per 64-byte line). In the
-// training step the GEMMs' streamed operand (the activations, 2–8 MiB) comes
-// from DRAM, and the hardware prefetcher, which stops at 4 KiB pages and
-// follows one stream per page, leaves the micro-kernel waiting on it: the
-// weight gradient ran at 57–76 GFLOP/s inside the step against 82–115 with
-// its operands in cache. Asking for the next block while this one computes
-// took the 64 × 64 × 16384 product from DRAM from 61 to 85 GFLOP/s; in the
-// step, where part of the operands is still in L2 or L3, the GEMMs gained
-// 4 % on 2 threads and nothing measurable on 1 (docs/PERFORMANCE.md).
-void prefetch_to_l2(const float* p, int64_t count) {
+// training step the GEMMs' streamed operand (the activations, 2–8 MiB) often
+// comes from DRAM, and the hardware prefetcher, which stops at 4 KiB pages,
+// leaves the micro-kernel waiting on it: the weight gradient ran at 57–76
+// GFLOP/s inside the step against 82–115 with its operands in cache. Asking
+// for the next block while this one computes took the 64 × 64 × 16384
+// product from DRAM (640 MiB of operands rotated) from 61.7 to 65.3 GFLOP/s;
+// in the step the GEMMs' time moved within the noise (docs/PERFORMANCE.md).
+// Always inlined: GCC 12 proves a prefetch-only function free of side
+// effects and deletes the calls it does not inline (gemm_split_depth's
+// prefetch was absent from the library until `objdump` showed it).
+[[gnu::always_inline]] inline void prefetch_to_l2(const float* p, int64_t count) {
   for (int64_t i = 0; i < count; i += 16) __builtin_prefetch(p + i, 0, 2);
 }
 
 // The a and b blocks of depth [k0, k0 + count) that gemm_split_depth reads.
-void prefetch_depth_block(int64_t m, int64_t n, int64_t k0, int64_t count, const float* a, int64_t a_row,
-                          int64_t a_col, const float* b) {
+[[gnu::always_inline]] inline void prefetch_depth_block(int64_t m, int64_t n, int64_t k0, int64_t count,
+                                                        const float* a, int64_t a_row, int64_t a_col, const float* b) {
   if (a_row == 1) prefetch_to_l2(a + k0 * a_col, count * a_col);  // Aᵀ: the block is contiguous
   else
     for (int64_t row = 0; row < m; ++row) prefetch_to_l2(a + row * a_row + k0, count);
@@ -105,7 +109,12 @@ void prefetch_depth_block(int64_t m, int64_t n, int64_t k0, int64_t count, const
 void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
                       const float* bias, float* c, bool accumulate, const attention_cpu::Path& path) {
   const int64_t chunks = (k + kDepthChunk - 1) / kDepthChunk;
-  std::vector<float> partial(static_cast<size_t>(chunks * m * n));
+  // From the caching allocator: a std::vector of this size (128 KiB and up)
+  // is mmap'd, zeroed and page-faulted in again on every call. Each chunk's
+  // first block overwrites its partial (beta = 0), so none is zeroed.
+  const std::unique_ptr<float, void (*)(void*)> partial(
+      static_cast<float*>(cpu_allocator::allocate(static_cast<size_t>(chunks * m * n) * sizeof(float))),
+      cpu_allocator::deallocate);
 #pragma omp parallel for schedule(static)
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     const int64_t end = std::min(k, (chunk + 1) * kDepthChunk);
@@ -114,13 +123,13 @@ void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
       const int64_t ahead = k0 + 2 * kDepthBlock;
       if (ahead < end) prefetch_depth_block(m, n, ahead, std::min(kDepthBlock, end - ahead), a, a_row, a_col, b);
       path.gemm(m, n, std::min(kDepthBlock, end - k0), a + k0 * a_col, a_row, a_col, b + k0 * n, n,
-                partial.data() + chunk * m * n, n, 1.0f, k0 != chunk * kDepthChunk, nullptr);
+                partial.get() + chunk * m * n, n, 1.0f, k0 != chunk * kDepthChunk, nullptr);
     }
   }
   for (int64_t row = 0; row < m; ++row)
     for (int64_t col = 0; col < n; ++col) {
       float total = accumulate ? c[row * n + col] : bias ? bias[col] : 0.0f;
-      for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial[(chunk * m + row) * n + col];
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial.get()[(chunk * m + row) * n + col];
       c[row * n + col] = total;
     }
 }
