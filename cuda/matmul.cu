@@ -41,6 +41,7 @@ void gemm_cuda(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, 
   }
   if (d.k == 0 || d.batch == 0) return;
   cublasHandle_t handle = cublas(c.device().index);
+  const CublasLibrary& api = cublas_library();
   const int m = blas_int(d.m), n = blas_int(d.n), k = blas_int(d.k);
   const int lda = d.trans_a ? m : k, ldb = d.trans_b ? k : n;
   const cublasOperation_t op_a = d.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -53,12 +54,12 @@ void gemm_cuda(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, 
     // Batch items summed into one c (a shared operand's gradient): one GEMM
     // per item, accumulating (beta = 1) after the first, in issue order.
     for (int64_t i = 0; i < d.batch; ++i)
-      check(cublasSgemm(handle, op_b, op_a, n, m, k, &one, pb + i * d.stride_b, ldb, pa + i * d.stride_a, lda,
-                        i == 0 ? &zero : &one, pc, n),
+      check(api.sgemm(handle, op_b, op_a, n, m, k, &one, pb + i * d.stride_b, ldb, pa + i * d.stride_a, lda,
+                      i == 0 ? &zero : &one, pc, n),
             op, "cublasSgemm");
     return;
   }
-  check(cublasSgemmStridedBatched(handle, op_b, op_a, n, m, k, &one, pb, ldb, d.stride_b, pa, lda, d.stride_a,
+  check(api.sgemm_strided_batched(handle, op_b, op_a, n, m, k, &one, pb, ldb, d.stride_b, pa, lda, d.stride_a,
                                   bias.defined() ? &one : &zero, pc, n, d.stride_c, blas_int(d.batch)),
         op, "cublasSgemmStridedBatched");
 }

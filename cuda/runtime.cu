@@ -38,8 +38,9 @@ cublasHandle_t cublas(int device_index) {
   DeviceContext& ctx = context(device_index);
   std::lock_guard<std::mutex> lock(contexts_mutex);
   if (!ctx.cublas) {
-    check(cublasCreate(&ctx.cublas), "cuda", "cublasCreate");
-    check(cublasSetStream(ctx.cublas, ctx.stream), "cuda", "cublasSetStream");
+    const CublasLibrary& api = cublas_library();
+    check(api.create(&ctx.cublas), "cuda", "cublasCreate");
+    check(api.set_stream(ctx.cublas, ctx.stream), "cuda", "cublasSetStream");
   }
   return ctx.cublas;
 }
@@ -49,7 +50,8 @@ void check(cudaError_t status, const char* op, const char* what) {
 }
 
 void check(cublasStatus_t status, const char* op, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS) fail(op, ": ", what, " failed: ", cublasGetStatusString(status));
+  if (status != CUBLAS_STATUS_SUCCESS)  // cuBLAS is open: only its calls return a status
+    fail(op, ": ", what, " failed: ", cublas_library().status_string(status));
 }
 
 void check_launch(const char* op) { check(cudaGetLastError(), op, "kernel launch"); }

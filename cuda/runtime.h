@@ -9,6 +9,18 @@
 
 namespace hkt::cuda {
 
+// cuBLAS's entry points, resolved on first use (cuda/cublas_library.h):
+// the backend calls cuBLAS only through these.
+struct CublasLibrary {
+  decltype(&cublasCreate_v2) create = nullptr;
+  decltype(&cublasSetStream_v2) set_stream = nullptr;
+  decltype(&cublasSgemm_v2) sgemm = nullptr;
+  decltype(&cublasSgemmStridedBatched) sgemm_strided_batched = nullptr;
+  decltype(&cublasGetStatusString) status_string = nullptr;
+};
+// Opens cuBLAS once; throws hkt::Error naming what is missing.
+const CublasLibrary& cublas_library();
+
 // Makes device_index current and returns its stream (created on first use).
 cudaStream_t stream(int device_index);
 // The device's cuBLAS handle, bound to stream(device_index).

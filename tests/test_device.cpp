@@ -35,3 +35,18 @@ TEST_CASE("without a usable GPU, CUDA tensors are refused with a message naming 
   REQUIRE_THROWS_WITH(Tensor::ones({2}).to(Device::cuda(0)), HKT_NAMES_THE_PROBLEM);
 #undef HKT_NAMES_THE_PROBLEM
 }
+
+#ifdef HKT_WITH_CUDA
+#include "cuda/cublas_library.h"
+
+// Loading cuBLAS costs every process ~210 MiB and 0.1 s (cuda/cublas_library.h):
+// a CPU program of a CUDA build must not pay it. Each test case runs in its own
+// process (catch_discover_tests), so nothing before this one used a CUDA GEMM.
+TEST_CASE("a CUDA build opens cuBLAS on its first CUDA GEMM, not at start, and finds every entry point") {
+  Tensor a = Tensor::from_vector<float>({1, 2, 3, 4}, {2, 2});
+  CHECK(matmul(a, a).to_vector<float>() == std::vector<float>{7, 10, 15, 22});  // CPU ops do not open it
+  CHECK_FALSE(cuda::cublas_loaded());
+  REQUIRE_NOTHROW(cuda::open_cublas());  // every symbol the backend calls resolves
+  CHECK(cuda::cublas_loaded());
+}
+#endif
