@@ -3,7 +3,6 @@
 
 #include <dlfcn.h>
 
-#include <mutex>
 #include <string>
 
 #include "cuda/runtime.h"
@@ -54,15 +53,8 @@ CublasLibrary load() {
 }  // namespace
 
 const CublasLibrary& cublas_library() {
-  // A failed open is not cached: the error is thrown again on the next call.
-  static std::mutex mutex;
-  static CublasLibrary api;
-  static bool opened = false;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (!opened) {
-    api = load();
-    opened = true;
-  }
+  // Initialised once, thread-safe; if load() throws, the next call tries again.
+  static const CublasLibrary api = load();
   return api;
 }
 

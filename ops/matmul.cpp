@@ -8,12 +8,10 @@
 #include <climits>
 #include <cstdlib>
 #include <iostream>
-#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "engine/cpu_allocator.h"
 #include "engine/dispatch.h"
 #include "ops/attention_cpu.h"
 #include "ops/blas.h"
@@ -109,12 +107,11 @@ bool split_depth(int64_t m, int64_t k) { return m < 384 && k >= 2 * kDepthChunk;
 void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
                       const float* bias, float* c, bool accumulate, const attention_cpu::Path& path) {
   const int64_t chunks = (k + kDepthChunk - 1) / kDepthChunk;
-  // From the caching allocator: a std::vector of this size (128 KiB and up)
-  // is mmap'd, zeroed and page-faulted in again on every call. Each chunk's
-  // first block overwrites its partial (beta = 0), so none is zeroed.
-  const std::unique_ptr<float, void (*)(void*)> partial(
-      static_cast<float*>(cpu_allocator::allocate(static_cast<size_t>(chunks * m * n) * sizeof(float))),
-      cpu_allocator::deallocate);
+  // A tensor's storage comes from the caching allocator: a std::vector of
+  // this size (128 KiB and up) is mmap'd, zeroed and page-faulted in again on
+  // every call. Each chunk's first block overwrites its partial (beta = 0).
+  const Tensor partials = Tensor::empty({chunks, m, n});
+  float* partial = partials.data<float>();
 #pragma omp parallel for schedule(static)
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     const int64_t end = std::min(k, (chunk + 1) * kDepthChunk);
@@ -123,13 +120,13 @@ void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
       const int64_t ahead = k0 + 2 * kDepthBlock;
       if (ahead < end) prefetch_depth_block(m, n, ahead, std::min(kDepthBlock, end - ahead), a, a_row, a_col, b);
       path.gemm(m, n, std::min(kDepthBlock, end - k0), a + k0 * a_col, a_row, a_col, b + k0 * n, n,
-                partial.get() + chunk * m * n, n, 1.0f, k0 != chunk * kDepthChunk, nullptr);
+                partial + chunk * m * n, n, 1.0f, k0 != chunk * kDepthChunk, nullptr);
     }
   }
   for (int64_t row = 0; row < m; ++row)
     for (int64_t col = 0; col < n; ++col) {
       float total = accumulate ? c[row * n + col] : bias ? bias[col] : 0.0f;
-      for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial.get()[(chunk * m + row) * n + col];
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial[(chunk * m + row) * n + col];
       c[row * n + col] = total;
     }
 }
