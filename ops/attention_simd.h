@@ -349,8 +349,9 @@ struct UpsampledAddend {
 // (docs/PERFORMANCE.md, "2026-12-04").
 template <class S, int MR, int NV, class Addend>
 [[gnu::always_inline]] inline void micro_kernel(int64_t depth, Strided<typename S::T> a, const typename S::T* b,
-                                                int64_t ldb, typename S::T* c, int64_t ldc, typename S::T alpha,
-                                                bool accumulate, const Addend& addend) {
+                                                int64_t ldb, typename S::T* c, int64_t ldc,
+                                                const volatile typename S::T& alpha_slot, bool accumulate,
+                                                const Addend& addend) {
   using V = typename S::V;
   V acc[MR][NV];
 #pragma GCC unroll 8
@@ -368,6 +369,7 @@ template <class S, int MR, int NV, class Addend>
       for (int v = 0; v < NV; ++v) acc[m][v] = S::fmadd(am, row[v], acc[m][v]);
     }
   }
+  const typename S::T alpha = alpha_slot;
   if constexpr (requires { addend.template store_block<S, MR, NV>(acc, c, ldc, alpha); }) {
     addend.template store_block<S, MR, NV>(acc, c, ldc, alpha);  // an epilogue of its own (SoftmaxGradient)
   } else {
@@ -401,7 +403,8 @@ constexpr int rows_for(int vectors) {
 // The remainder rows of a column block: MR − 1 down to 1.
 template <class S, int MR, int NV, class Addend>
 void micro_kernel_rows(int64_t rows, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
-                       typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate, const Addend& addend) {
+                       typename S::T* c, int64_t ldc, const volatile typename S::T& alpha, bool accumulate,
+                       const Addend& addend) {
   if constexpr (MR >= 1) {
     if (rows == MR) return micro_kernel<S, MR, NV>(depth, a, b, ldb, c, ldc, alpha, accumulate, addend);
     micro_kernel_rows<S, MR - 1, NV>(rows, depth, a, b, ldb, c, ldc, alpha, accumulate, addend);
@@ -412,13 +415,19 @@ template <class S, int NV, class Addend>
 void gemm_columns(int64_t rows, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
                   typename S::T* c, int64_t ldc, typename S::T alpha, bool accumulate, const Addend& addend) {
   constexpr int MR = rows_for<S>(NV);
+  // alpha waits in memory while the k loops run and is read once per block,
+  // after its loop. Passed by value, GCC kept it and its broadcast in two
+  // vector registers through the whole row loop, which left AVX2's 6 × 2
+  // kernel (15 of 16 ymm registers) short: one row of B was stored to the
+  // stack and reloaded at every FMA (docs/PERFORMANCE.md, "Zen 2").
+  const volatile typename S::T alpha_slot = alpha;
   int64_t m = 0;
   for (; m + MR <= rows; m += MR)
-    micro_kernel<S, MR, NV>(depth, {a.data + m * a.row, a.row, a.col}, b, ldb, c + m * ldc, ldc, alpha, accumulate,
-                            addend.shifted(m, 0));
+    micro_kernel<S, MR, NV>(depth, {a.data + m * a.row, a.row, a.col}, b, ldb, c + m * ldc, ldc, alpha_slot,
+                            accumulate, addend.shifted(m, 0));
   if (m < rows)
     micro_kernel_rows<S, MR - 1, NV>(rows - m, depth, {a.data + m * a.row, a.row, a.col}, b, ldb, c + m * ldc, ldc,
-                                     alpha, accumulate, addend.shifted(m, 0));
+                                     alpha_slot, accumulate, addend.shifted(m, 0));
 }
 
 // C[rows, cols] (= or +=) alpha · A[rows, depth] · B[depth, cols], cols a
