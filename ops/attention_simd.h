@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -34,6 +35,16 @@
 
 namespace hkt::attention_cpu {
 namespace {
+
+// Runs f(0), …, f(U − 1) in one instruction stream. An exponential is a chain
+// of about a dozen dependent instructions; written one vector at a time, GCC
+// emits each vector's whole chain before the next, and a core with a small
+// out-of-order window (a Zen 2) overlaps only a few of them. Interleaved op by
+// op, U independent vectors fill the pipes while each waits on its own chain.
+template <int U, class F>
+[[gnu::always_inline]] inline void for_lanes(F&& f) {
+  [&]<int... u>(std::integer_sequence<int, u...>) { (f(u), ...); }(std::make_integer_sequence<int, U>{});
+}
 
 // ---- traits ----------------------------------------------------------------
 
@@ -56,6 +67,10 @@ struct Scalar {
   static V max(V a, V b) { return a < b ? b : a; }
   static V exp(V v) { return std::exp(v); }
   static V exp2(V v) { return std::exp2(v); }
+  template <int U>
+  static void exp2(V (&x)[U]) {
+    for_lanes<U>([&](int u) { x[u] = std::exp2(x[u]); });
+  }
   static V keep_first(V v, int64_t n, T fill) { return n > 0 ? v : fill; }
   static T reduce_add(V v) { return v; }
   static T reduce_max(V v) { return v; }
@@ -88,22 +103,18 @@ typename S::V exp_mantissa(typename S::V x, typename S::V (*round)(typename S::V
   return S::fmadd(p, r, S::set1(1.0f));
 }
 
-// 2^f for |f| ≤ 1/2 (f = x − round(x), exact): a degree-6 polynomial with
-// constant term 1 (so 2^0 is exactly 1), fitted for relative error (2.0e-9;
-// 1.0e-7 after float rounding). The softmax runs in base 2 — log2 e folded
+// p = 2^f for |f| ≤ 1/2 (f = x − round(x), exact), U vectors at once
+// (for_lanes): a degree-6 polynomial with constant term 1 (so 2^0 is exactly
+// 1), fitted for relative error (2.0e-9; 1.0e-7 after float rounding). The softmax runs in base 2 — log2 e folded
 // into the score scale — because then no Cody–Waite reduction is needed:
 // four instructions fewer per vector than exp, which at dh = 16 costs about
 // as much as a third of the tile products.
-template <class S>
-typename S::V exp2_mantissa(typename S::V f) {
-  using V = typename S::V;
-  V p = S::set1(1.535334886e-4f);
-  p = S::fmadd(p, f, S::set1(1.339887036e-3f));
-  p = S::fmadd(p, f, S::set1(9.618436918e-3f));
-  p = S::fmadd(p, f, S::set1(5.550332367e-2f));
-  p = S::fmadd(p, f, S::set1(2.402264774e-1f));
-  p = S::fmadd(p, f, S::set1(6.931471825e-1f));
-  return S::fmadd(p, f, S::set1(1.0f));
+template <class S, int U>
+[[gnu::always_inline]] inline void exp2_mantissa(const typename S::V (&f)[U], typename S::V (&p)[U]) {
+  for_lanes<U>([&](int u) { p[u] = S::set1(1.535334886e-4f); });
+#pragma GCC unroll 8
+  for (float c : {1.339887036e-3f, 9.618436918e-3f, 5.550332367e-2f, 2.402264774e-1f, 6.931471825e-1f, 1.0f})
+    for_lanes<U>([&](int u) { p[u] = S::fmadd(p[u], f[u], S::set1(c)); });
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
@@ -137,12 +148,25 @@ struct Avx2 {
     return mul(p, _mm256_castsi256_ps(bits));
   }
   // As exp: n = −127 builds the exponent field 0 (exactly 0), NaN passes the clamps.
+  // U vectors op by op (for_lanes); exp2(V) is the one-vector case.
+  template <int U>
+  static void exp2(V (&x)[U]) {
+    V n[U], f[U], p[U];
+    for_lanes<U>([&](int u) {
+      x[u] = min(set1(127.0f), max(set1(-127.0f), x[u]));
+      n[u] = round(x[u]);
+    });
+    for_lanes<U>([&](int u) { f[u] = sub(x[u], n[u]); });
+    exp2_mantissa<Avx2, U>(f, p);
+    for_lanes<U>([&](int u) {
+      const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n[u]), _mm256_set1_epi32(127)), 23);
+      x[u] = mul(p[u], _mm256_castsi256_ps(bits));
+    });
+  }
   static V exp2(V x) {
-    x = min(set1(127.0f), max(set1(-127.0f), x));
-    const V n = round(x);
-    const V p = exp2_mantissa<Avx2>(sub(x, n));
-    const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return mul(p, _mm256_castsi256_ps(bits));
+    V one[1] = {x};
+    exp2(one);
+    return one[0];
   }
   static V keep_first(V v, int64_t n, T fill) {
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -225,10 +249,23 @@ struct Avx512 {
   }
   // No clamps: scalef saturates to inf above 2^128, and the mask zeroes
   // everything below 2^−126 (−inf included) while keeping NaN.
+  // U vectors op by op (for_lanes); exp2(V) is the one-vector case.
+  template <int U>
+  static void exp2(V (&x)[U]) {
+    __mmask16 normal[U];
+    V n[U], f[U], p[U];
+    for_lanes<U>([&](int u) {
+      normal[u] = _mm512_cmp_ps_mask(x[u], _mm512_set1_ps(-126.0f), _CMP_NLT_UQ);
+      n[u] = round(x[u]);
+    });
+    for_lanes<U>([&](int u) { f[u] = sub(x[u], n[u]); });
+    exp2_mantissa<Avx512, U>(f, p);
+    for_lanes<U>([&](int u) { x[u] = _mm512_maskz_scalef_ps(normal[u], p[u], n[u]); });
+  }
   static V exp2(V x) {
-    const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_NLT_UQ);
-    const V n = round(x);
-    return _mm512_maskz_scalef_ps(normal, exp2_mantissa<Avx512>(sub(x, n)), n);
+    V one[1] = {x};
+    exp2(one);
+    return one[0];
   }
   static V keep_first(V v, int64_t n, T fill) {
     const __mmask16 keep = n >= W ? __mmask16(0xFFFF) : __mmask16((1u << (n > 0 ? n : 0)) - 1u);
