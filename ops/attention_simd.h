@@ -105,10 +105,10 @@ typename S::V exp_mantissa(typename S::V x, typename S::V (*round)(typename S::V
 
 // p = 2^f for |f| ≤ 1/2 (f = x − round(x), exact), U vectors at once
 // (for_lanes): a degree-6 polynomial with constant term 1 (so 2^0 is exactly
-// 1), fitted for relative error (2.0e-9; 1.0e-7 after float rounding). The softmax runs in base 2 — log2 e folded
-// into the score scale — because then no Cody–Waite reduction is needed:
-// four instructions fewer per vector than exp, which at dh = 16 costs about
-// as much as a third of the tile products.
+// 1), fitted for relative error (2.0e-9; 1.0e-7 after float rounding). The
+// softmax runs in base 2 — log2 e folded into the score scale — because then
+// no Cody–Waite reduction is needed: four instructions fewer per vector than
+// exp, which at dh = 16 costs about as much as a third of the tile products.
 template <class S, int U>
 [[gnu::always_inline]] inline void exp2_mantissa(const typename S::V (&f)[U], typename S::V (&p)[U]) {
   for_lanes<U>([&](int u) { p[u] = S::set1(1.535334886e-4f); });
