@@ -938,28 +938,28 @@ template <class S, bool Backward>
 void gelu_entry_impl(const float* x, const float* grad_out, float* out, int64_t n) {
   using V = typename S::V;
   constexpr int kLanes = 4;
-  auto run = [&]<int U>(int64_t i, std::integral_constant<int, U>) {
+  // U vectors from xp (and gp, backward) to op.
+  auto run = [&]<int U>(const float* xp, const float* gp, float* op, std::integral_constant<int, U>) {
     V xs[U], gs[U], os[U];
     for_lanes<U>([&](int u) {
-      xs[u] = S::load(x + i + u * S::W);
-      gs[u] = Backward ? S::load(grad_out + i + u * S::W) : S::zero();
+      xs[u] = S::load(xp + u * S::W);
+      gs[u] = Backward ? S::load(gp + u * S::W) : S::zero();
     });
     gelu_lanes<S, Backward, U>(xs, gs, os);
-    for_lanes<U>([&](int u) { S::store(out + i + u * S::W, os[u]); });
+    for_lanes<U>([&](int u) { S::store(op + u * S::W, os[u]); });
   };
   int64_t i = 0;
-  for (; i + kLanes * S::W <= n; i += kLanes * S::W) run(i, std::integral_constant<int, kLanes>{});
-  for (; i + S::W <= n; i += S::W) run(i, std::integral_constant<int, 1>{});
+  for (; i + kLanes * S::W <= n; i += kLanes * S::W)
+    run(x + i, Backward ? grad_out + i : nullptr, out + i, std::integral_constant<int, kLanes>{});
+  for (; i + S::W <= n; i += S::W)
+    run(x + i, Backward ? grad_out + i : nullptr, out + i, std::integral_constant<int, 1>{});
   if (i < n) {
     float xs[S::W] = {}, gs[S::W] = {}, os[S::W];
     for (int64_t j = i; j < n; ++j) {
       xs[j - i] = x[j];
       if (Backward) gs[j - i] = grad_out[j];
     }
-    const V xv[1] = {S::load(xs)}, gv[1] = {S::load(gs)};
-    V ov[1];
-    gelu_lanes<S, Backward, 1>(xv, gv, ov);
-    S::store(os, ov[0]);
+    run(xs, gs, os, std::integral_constant<int, 1>{});
     for (int64_t j = i; j < n; ++j) out[j] = os[j - i];
   }
 }

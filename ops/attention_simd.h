@@ -440,11 +440,11 @@ constexpr int rows_for(int vectors) {
 // The remainder rows of a column block: MR − 1 down to 1.
 template <class S, int MR, int NV, class Addend>
 void micro_kernel_rows(int64_t rows, int64_t depth, Strided<typename S::T> a, const typename S::T* b, int64_t ldb,
-                       typename S::T* c, int64_t ldc, const volatile typename S::T& alpha, bool accumulate,
+                       typename S::T* c, int64_t ldc, const volatile typename S::T& alpha_slot, bool accumulate,
                        const Addend& addend) {
   if constexpr (MR >= 1) {
-    if (rows == MR) return micro_kernel<S, MR, NV>(depth, a, b, ldb, c, ldc, alpha, accumulate, addend);
-    micro_kernel_rows<S, MR - 1, NV>(rows, depth, a, b, ldb, c, ldc, alpha, accumulate, addend);
+    if (rows == MR) return micro_kernel<S, MR, NV>(depth, a, b, ldb, c, ldc, alpha_slot, accumulate, addend);
+    micro_kernel_rows<S, MR - 1, NV>(rows, depth, a, b, ldb, c, ldc, alpha_slot, accumulate, addend);
   }
 }
 
