@@ -15,8 +15,8 @@
 // The softmax runs in base 2 (scores scaled by log2 e, exp2, lse kept as
 // log2_sum_exp), which is the same P for a cheaper exponential.
 //
-// Backward: S recomputed the same way; dP = dO·Vᵀ, and in that product's
-// store P = exp(S − lse) and dS = P ⊙ (dP − D) per tile (SoftmaxGradient);
+// Backward: S recomputed the same way, P = exp(S − lse) in place; dP = dO·Vᵀ,
+// and in that product's store dS = P ⊙ (dP − D) per tile (SoftmaxGradient);
 // then dVᵀ += dOᵀ·P, dK₀ᵀ += λ₀ Q₀ᵀ·dS/√dh
 // (transposed, a key tile's worth, written to dV and dK₀ once per key tile),
 // dQ₀ += λ₀ dS·K₀/√dh, and for l ≥ 1 the tile's dS pooled onto coarse rows
@@ -124,7 +124,6 @@ struct Workspace {
   KeyTileStore<T> own_keys;  // the backward's current key tile
   KeyTile<T> keys;
   Buffer<QueryGeometry> query_rows;
-  Buffer<int64_t> row_keys;  // the backward tile's keys per query row (causal, padded batches: fewer)
   Buffer<const T*> q, k;
   Buffer<T> weight;
   // What depends on the query tile alone, the same for every head and key
@@ -164,7 +163,6 @@ struct Workspace {
         own_keys(backward ? 1 : 0, problem.levels, problem.head_dim, np, S::W),
         keys(own_keys.at(0)),
         query_rows(problem.levels),
-        row_keys(backward ? problem.tile : 0),
         q(problem.levels),
         k(problem.levels),
         weight(problem.levels),
@@ -387,6 +385,43 @@ QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t row
   return {addends, runs};
 }
 
+// s[c] = 2^(s[c] − shift) for c < count, 0 from there to `end` (the
+// forward's and the backward's probabilities); returns `total` plus those
+// values, W lanes. Whole vectors of keys unmasked (the mask cost a blend per
+// vector, a tenth of the exponential's work), then the last partial one, then
+// zeros. Four vectors' exponentials interleaved (for_lanes): 1.06× faster
+// forward on a Zen 2 than one after another (docs/PERFORMANCE.md).
+template <class S>
+[[gnu::always_inline]] inline typename S::V exp2_shifted_row(typename S::T* s, int64_t count, int64_t end,
+                                                             typename S::V shift, typename S::V total) {
+  using T = typename S::T;
+  using V = typename S::V;
+  constexpr int kLanes = 4;
+  int64_t c = 0;
+  for (; c + kLanes * S::W <= count; c += kLanes * S::W) {
+    V e[kLanes];
+    for_lanes<kLanes>([&](int u) { e[u] = S::sub(S::load(s + c + u * S::W), shift); });
+    S::exp2(e);
+    for_lanes<kLanes>([&](int u) {
+      S::store(s + c + u * S::W, e[u]);
+      total = S::add(total, e[u]);
+    });
+  }
+  for (; c + S::W <= count; c += S::W) {
+    const V e = S::exp2(S::sub(S::load(s + c), shift));
+    S::store(s + c, e);
+    total = S::add(total, e);
+  }
+  if (c < count) {
+    const V e = S::keep_first(S::exp2(S::sub(S::load(s + c), shift)), count - c, T(0));
+    S::store(s + c, e);
+    total = S::add(total, e);
+    c += S::W;
+  }
+  std::fill(s + c, s + std::max(c, end), T(0));
+  return total;
+}
+
 // ---- forward -------------------------------------------------------------------
 
 // The online softmax's step for one key tile (FlashAttention-2):
@@ -442,35 +477,7 @@ void softmax_tile(Workspace<S>& w, int64_t i0, int64_t rows, int64_t j0, int64_t
       continue;
     }
     const V shift = S::set1(w.row_max.data[r]);
-    V total = S::mul(correction, S::load(sums));
-    // Whole vectors of keys unmasked (the mask cost a blend per vector, a
-    // tenth of the exponential's work), then the last partial one, then zeros.
-    // Four vectors' exponentials interleaved (for_lanes): 1.06× faster
-    // forward on a Zen 2 than one after another (docs/PERFORMANCE.md).
-    constexpr int kLanes = 4;
-    int64_t c = 0;
-    for (; c + kLanes * S::W <= count; c += kLanes * S::W) {
-      V e[kLanes];
-      for_lanes<kLanes>([&](int u) { e[u] = S::sub(S::load(s + c + u * S::W), shift); });
-      S::exp2(e);
-      for_lanes<kLanes>([&](int u) {
-        S::store(s + c + u * S::W, e[u]);
-        total = S::add(total, e[u]);
-      });
-    }
-    for (; c + S::W <= count; c += S::W) {
-      const V e = S::exp2(S::sub(S::load(s + c), shift));
-      S::store(s + c, e);
-      total = S::add(total, e);
-    }
-    if (c < count) {
-      const V e = S::keep_first(S::exp2(S::sub(S::load(s + c), shift)), count - c, T(0));
-      S::store(s + c, e);
-      total = S::add(total, e);
-      c += S::W;
-    }
-    std::fill(s + c, s + std::max(c, padded), T(0));
-    S::store(sums, total);
+    S::store(sums, exp2_shifted_row<S>(s, count, padded, shift, S::mul(correction, S::load(sums))));
   }
 }
 
@@ -634,22 +641,20 @@ double finish_query_gradient(const typename S::T* queries, int64_t query_stride,
 }
 
 // The dP GEMM's store (dP = dO·Vᵀ) fused with the softmax's gradient: per
-// stored vector at row r and columns c, P = 2^(S − lse_r) (0 past the row's
-// keys) replaces S in `scores`, and dS = P ⊙ (dP − D_r) is stored as C, so
-// dP never reaches memory. With `pooled`, rows 2a, 2a + 1 and vector pairs
-// (v, v + 1) also make level 1's pooled dS (pool_level's sums, in its
-// order): every row block starts at an even row and has an even number of
-// rows there (the tile's rows are even), and every column block at an even
-// vector, so no pair straddles two blocks; an odd last vector pairs with 0.
+// stored vector at row r and columns c, dS = P ⊙ (dP − D_r) is stored as C
+// (P made by backward_tile beforehand), so dP never reaches memory. With
+// `pooled`, rows 2a, 2a + 1 and vector pairs (v, v + 1) also make level 1's
+// pooled dS (pool_level's sums, in its order): every row block starts at an
+// even row and has an even number of rows there (the tile's rows are even),
+// and every column block at an even vector, so no pair straddles two blocks;
+// an odd last vector pairs with 0.
 template <class T>
 struct SoftmaxGradient {
-  T* scores = nullptr;  // S in, P out; row stride ld
+  const T* probabilities = nullptr;  // P, row stride ld
   int64_t ld = 0;
-  const T* shift = nullptr;       // per row: log2 Σ 2^S (the forward's log2_sum_exp)
-  const T* delta = nullptr;       // per row: D = rowsum(dO ⊙ O)
-  const int64_t* keys = nullptr;  // per row: how many of the tile's keys it sees
-  T* pooled = nullptr;            // level 1's sums, row stride ld; null: none here
-  int64_t row = 0, col = 0;       // this block's first row and column
+  const T* delta = nullptr;  // per row: D = rowsum(dO ⊙ O)
+  T* pooled = nullptr;       // level 1's sums, row stride ld; null: none here
+  int64_t row = 0, col = 0;  // this block's first row and column
   SoftmaxGradient shifted(int64_t rows_down, int64_t cols_right) const {
     SoftmaxGradient next = *this;
     next.row += rows_down;
@@ -662,14 +667,10 @@ struct SoftmaxGradient {
     const V scale = S::set1(alpha);
 #pragma GCC unroll 8
     for (int m = 0; m < MR; ++m) {
-      const int64_t r = row + m, keys_left = keys[r] - col;
-      const V shift_r = S::set1(shift[r]), delta_r = S::set1(delta[r]);
+      const V delta_r = S::set1(delta[row + m]);
 #pragma GCC unroll 4
       for (int v = 0; v < NV; ++v) {
-        T* s = scores + r * ld + col + v * S::W;
-        const V e = S::exp2(S::sub(S::load(s), shift_r));
-        const V prob = keys_left - v * S::W >= S::W ? e : S::keep_first(e, keys_left - v * S::W, T(0));
-        S::store(s, prob);
+        const V prob = S::load(probabilities + (row + m) * ld + col + v * S::W);
         acc[m][v] = S::mul(prob, S::sub(S::mul(scale, acc[m][v]), delta_r));
         S::store(c + m * ldc + v * S::W, acc[m][v]);
       }
@@ -703,19 +704,23 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   // Only the tile's keys, rounded up to W (a partial last tile): the GEMMs
   // below read no column past them, pooling none past padded either.
   const int64_t padded = w.keys.geometry[0].padded;
-  // dP = dO·Vᵀ, and in its store P = exp(S − lse) (0 at masked keys) into
-  // scores and dS = P ⊙ (dP − D) into grads (SoftmaxGradient). Level 1's
-  // pooled dS (pool_level) is made there too while the values are in
-  // registers, where its blocks are 2 × 2 from the tile's corner: fine rows
-  // 2a and 2a + 1 and columns 2b and 2b + 1 make U_1[a, b] (bidirectional,
-  // stride 2).
-  for (int64_t r = 0; r < rows; ++r)
-    w.row_keys.data[r] = std::max<int64_t>(0, std::min(key_limit(i0 + r, w.valid, p.causal), j1) - j0);
+  // P = 2^(S − lse) in place, 0 past each row's keys: a pass of its own,
+  // four vectors' exponentials interleaved. In the dP GEMM's store, one
+  // vector after another, they were 63 % of that GEMM's time on a Zen 2, the
+  // core waiting on each exponential's chain (docs/PERFORMANCE.md).
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t keys = std::min(key_limit(i0 + r, w.valid, p.causal), j1) - j0;
+    exp2_shifted_row<S>(w.scores.data + r * np, keys, padded, S::set1(lse[i0 + r]), S::zero());
+  }
+  // dP = dO·Vᵀ, and in its store dS = P ⊙ (dP − D) into grads
+  // (SoftmaxGradient). Level 1's pooled dS (pool_level) is made there too
+  // while the values are in registers, where its blocks are 2 × 2 from the
+  // tile's corner: fine rows 2a and 2a + 1 and columns 2b and 2b + 1 make
+  // U_1[a, b] (bidirectional, stride 2).
   const bool pool_here = multiscale && p.levels > 1 && !p.causal && p.stride == 2 &&
                          w.query_rows.data[1].rows * 2 == rows && i0 % 2 == 0 && j0 % 2 == 0;
   T* level1_sums = w.level_sums.data + (p.tile + 1) * np;  // pool_level's slot for l = 1
-  const SoftmaxGradient<T> softmax_gradient{w.scores.data, np, lse + i0, w.delta.data + i0, w.row_keys.data,
-                                            pool_here ? level1_sums : nullptr};
+  const SoftmaxGradient<T> softmax_gradient{w.scores.data, np, w.delta.data + i0, pool_here ? level1_sums : nullptr};
   gemm<S>(rows, padded, dh, {grad_out + i0 * rs, rs, 1}, w.values_t.data, np, w.grads.data, np, T(1), false,
           softmax_gradient);
   // dV and dK₀ of the key tile, transposed (dVᵀ += dOᵀ·P, dK₀ᵀ += Q₀ᵀ·dS):
