@@ -342,19 +342,20 @@ struct RowAddend {
   typename S::V vector(int m, int v) const {
     return S::load(rows[m * step] + col + v * S::W);
   }
-  static constexpr bool shares_row(int) { return false; }
 };
 
-// The fused scores' addend: a row per row (step 1), coarser than the
-// product — each level's GEMM adds the next coarser level's row, nearest
-// upsampled: output column c = col + v·W + t reads
-// rows[m][window_base[(col + v·W) / W] + window_index[c]], one expand per
-// vector (load_index, expand in the traits above). paired: rows m and m + 1
-// of every even m read the same row (stride-2 levels from an even first
-// row), so a micro-kernel expands once per pair; every row block starts at
-// an even row. A type of its own, so that the GEMMs with RowAddend compile
-// to the same store loop as before it existed (the branches cost linear's
-// GEMMs 9 % when they shared one type).
+// The fused scores' addend: a row per row, coarser than the product — each
+// level's GEMM adds the next coarser level's row, nearest upsampled: output
+// column c = col + v·W + t reads rows[m][window_base[(col + v·W) / W] +
+// window_index[c]], one expand per vector (load_index, expand in the traits
+// above). paired: rows m and m + 1 of every even m read the same row
+// (stride-2 levels from an even first row), so a micro-kernel expands once
+// per pair; every row block starts at an even row. rows == null: C = alpha·AB.
+// A store of its own (store_block), never accumulating: column by column, so
+// that a vector of columns' window base and index are loaded once for the
+// block's rows. Stored row by row through the generic store, GCC reloaded
+// them, and the addend's pointers, for every row: the HKT score GEMM's store
+// was 30 % of its time against 15 % for MHA's on a Zen 2 (docs/PERFORMANCE.md).
 template <class T>
 struct UpsampledAddend {
   const T* const* rows = nullptr;
@@ -366,19 +367,44 @@ struct UpsampledAddend {
     return rows ? UpsampledAddend{rows + rows_down, col + cols_right, window_base, window_index, paired}
                 : UpsampledAddend{};
   }
-  template <class S>
-  typename S::V vector(int m, int v) const {
-    const int64_t c = col + v * S::W;
-    return S::expand(rows[m] + window_base[c / S::W], S::load_index(window_index + c));
+  template <class S, int MR, int NV>
+  void store_block(typename S::V (&acc)[MR][NV], T* c, int64_t ldc, T alpha) const {
+    using V = typename S::V;
+    const V scale = S::set1(alpha);
+    if (!rows) {
+#pragma GCC unroll 8
+      for (int m = 0; m < MR; ++m)
+#pragma GCC unroll 4
+        for (int v = 0; v < NV; ++v) S::store(c + m * ldc + v * S::W, S::mul(scale, acc[m][v]));
+      return;
+    }
+    // Rows per expand: 2 when paired, as a compile-time step.
+    auto store_columns = [&]<int Step>(std::integral_constant<int, Step>) {
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        const int64_t column = col + v * S::W;
+        const int32_t base = window_base[column / S::W];
+        const auto index = S::load_index(window_index + column);
+#pragma GCC unroll 8
+        for (int m = 0; m < MR; m += Step) {
+          const V added = S::expand(rows[m] + base, index);
+#pragma GCC unroll 2
+          for (int r = m; r < m + Step && r < MR; ++r)
+            S::store(c + r * ldc + v * S::W, S::fmadd(scale, acc[r][v], added));
+        }
+      }
+    };
+    if (paired) store_columns(std::integral_constant<int, 2>{});
+    else store_columns(std::integral_constant<int, 1>{});
   }
-  bool shares_row(int m) const { return paired && m % 2 == 1; }
 };
 
 // C[m, 0 : NV·W] (= or +=) alpha · Σ_k A(m, k) · B[k, 0 : NV·W] for m < MR:
 // MR × NV accumulators stay in registers through the whole k loop. With an
 // addend and no accumulate, C = alpha·AB + addend: it joins in the store, so
 // C is written once and never read. An addend with a store_block member
-// stores the block itself (the backward's dS, computed from dP in registers).
+// stores the block itself (the fused scores' upsampled rows, the backward's
+// dS computed from dP in registers); accumulate does not apply to it.
 //
 // Always inlined: GCC 12 otherwise calls one out-of-line copy from every row
 // loop, and that copy, with the same inner loop, ran the feed-forward's GEMMs
@@ -408,10 +434,9 @@ template <class S, int MR, int NV, class Addend>
   }
   const typename S::T alpha = alpha_slot;
   if constexpr (requires { addend.template store_block<S, MR, NV>(acc, c, ldc, alpha); }) {
-    addend.template store_block<S, MR, NV>(acc, c, ldc, alpha);  // an epilogue of its own (SoftmaxGradient)
+    addend.template store_block<S, MR, NV>(acc, c, ldc, alpha);  // its own epilogue; such GEMMs never accumulate
   } else {
     const V scale = S::set1(alpha);
-    V added[NV];  // the last addend read (rows that share one reuse it)
 #pragma GCC unroll 8
     for (int m = 0; m < MR; ++m)
 #pragma GCC unroll 4
@@ -420,8 +445,7 @@ template <class S, int MR, int NV, class Addend>
         if (accumulate) {
           S::store(out, S::fmadd(scale, acc[m][v], S::load(out)));
         } else if (addend.rows) {
-          if (!addend.shares_row(m)) added[v] = addend.template vector<S>(m, v);
-          S::store(out, S::fmadd(scale, acc[m][v], added[v]));
+          S::store(out, S::fmadd(scale, acc[m][v], addend.template vector<S>(m, v)));
         } else {
           S::store(out, S::mul(scale, acc[m][v]));
         }
