@@ -68,7 +68,7 @@ struct Scalar {
   static V exp(V v) { return std::exp(v); }
   static V exp2(V v) { return std::exp2(v); }
   template <int U>
-  static void exp2(V (&x)[U]) {
+  [[gnu::always_inline]] static void exp2(V (&x)[U]) {
     for_lanes<U>([&](int u) { x[u] = std::exp2(x[u]); });
   }
   static V keep_first(V v, int64_t n, T fill) { return n > 0 ? v : fill; }
@@ -148,9 +148,11 @@ struct Avx2 {
     return mul(p, _mm256_castsi256_ps(bits));
   }
   // As exp: n = −127 builds the exponent field 0 (exactly 0), NaN passes the clamps.
-  // U vectors op by op (for_lanes); exp2(V) is the one-vector case.
+  // U vectors op by op (for_lanes); exp2(V) is the one-vector case. Always
+  // inlined: once the forward and the backward both called it, GCC made it a
+  // function of its own at one build, its arrays passed through the stack.
   template <int U>
-  static void exp2(V (&x)[U]) {
+  [[gnu::always_inline]] static void exp2(V (&x)[U]) {
     V n[U], f[U], p[U];
     for_lanes<U>([&](int u) {
       x[u] = min(set1(127.0f), max(set1(-127.0f), x[u]));
@@ -251,7 +253,7 @@ struct Avx512 {
   // everything below 2^−126 (−inf included) while keeping NaN.
   // U vectors op by op (for_lanes); exp2(V) is the one-vector case.
   template <int U>
-  static void exp2(V (&x)[U]) {
+  [[gnu::always_inline]] static void exp2(V (&x)[U]) {
     __mmask16 normal[U];
     V n[U], f[U], p[U];
     for_lanes<U>([&](int u) {
