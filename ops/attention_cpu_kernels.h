@@ -386,10 +386,11 @@ QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t row
 }
 
 // s[c] = 2^(s[c] − shift) for c < count, 0 from there to `end` (the
-// forward's and the backward's probabilities); returns `total` plus those
-// values, W lanes. Whole vectors of keys unmasked (the mask cost a blend per
-// vector, a tenth of the exponential's work), then the last partial one, then
-// zeros. Four vectors' exponentials interleaved (for_lanes): 1.06× faster
+// forward's and the backward's probabilities; shift is at least the row's
+// maximum, up to rounding, so exp2 need not saturate); returns `total` plus
+// those values, W lanes. Whole vectors of keys unmasked (the mask cost a blend
+// per vector, a tenth of the exponential's work), then the last partial one,
+// then zeros. Four vectors' exponentials interleaved (for_lanes): 1.06× faster
 // forward on a Zen 2 than one after another (docs/PERFORMANCE.md).
 template <class S>
 [[gnu::always_inline]] inline typename S::V exp2_shifted_row(typename S::T* s, int64_t count, int64_t end,
@@ -401,7 +402,7 @@ template <class S>
   for (; c + kLanes * S::W <= count; c += kLanes * S::W) {
     V e[kLanes];
     for_lanes<kLanes>([&](int u) { e[u] = S::sub(S::load(s + c + u * S::W), shift); });
-    S::exp2(e);
+    S::template exp2<kLanes, false>(e);
     for_lanes<kLanes>([&](int u) {
       S::store(s + c + u * S::W, e[u]);
       total = S::add(total, e[u]);

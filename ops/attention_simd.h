@@ -67,7 +67,7 @@ struct Scalar {
   static V max(V a, V b) { return a < b ? b : a; }
   static V exp(V v) { return std::exp(v); }
   static V exp2(V v) { return std::exp2(v); }
-  template <int U>
+  template <int U, bool Saturate = true>
   [[gnu::always_inline]] static void exp2(V (&x)[U]) {
     for_lanes<U>([&](int u) { x[u] = std::exp2(x[u]); });
   }
@@ -151,11 +151,15 @@ struct Avx2 {
   // U vectors op by op (for_lanes); exp2(V) is the one-vector case. Always
   // inlined: once the forward and the backward both called it, GCC made it a
   // function of its own at one build, its arrays passed through the stack.
-  template <int U>
+  // Saturate = false drops the upper clamp, for inputs known to be ≤ 127 (the
+  // softmax's shifted scores, ≤ 0 up to rounding): one instruction fewer per
+  // vector, 1 % of the attention ops on a Zen 2, the same results there.
+  template <int U, bool Saturate = true>
   [[gnu::always_inline]] static void exp2(V (&x)[U]) {
     V n[U], f[U], p[U];
     for_lanes<U>([&](int u) {
-      x[u] = min(set1(127.0f), max(set1(-127.0f), x[u]));
+      x[u] = max(set1(-127.0f), x[u]);
+      if (Saturate) x[u] = min(set1(127.0f), x[u]);
       n[u] = round(x[u]);
     });
     for_lanes<U>([&](int u) { f[u] = sub(x[u], n[u]); });
@@ -252,7 +256,7 @@ struct Avx512 {
   // No clamps: scalef saturates to inf above 2^128, and the mask zeroes
   // everything below 2^−126 (−inf included) while keeping NaN.
   // U vectors op by op (for_lanes); exp2(V) is the one-vector case.
-  template <int U>
+  template <int U, bool Saturate = true>
   [[gnu::always_inline]] static void exp2(V (&x)[U]) {
     __mmask16 normal[U];
     V n[U], f[U], p[U];
