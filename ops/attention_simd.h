@@ -16,6 +16,8 @@
 //   exp(v)                       e^v, 0 exactly where e^v < FLT_MIN, NaN kept (see exp_mantissa)
 //   exp2(v)                      2^v for v ≤ 127 (the softmax's shifted scores, base 2), 0 exactly
 //                                below 2^−126, NaN kept; +inf is not handled (see exp2_mantissa)
+//   exp2<U, Saturate>(v[U])      the same for U vectors at once; Saturate = false only for inputs
+//                                ≤ 127 (AVX2 leaves out its upper clamp)
 //   keep_first(v, n, fill)       lanes ≥ n replaced by fill
 //   reduce_add, reduce_max       over the W lanes
 //   load_index, expand(base, i)  lane t = base[i[t]], 0 ≤ i[t] < W: one unaligned load and
@@ -360,8 +362,8 @@ struct RowAddend {
 // A store of its own (store_block), never accumulating: column by column, so
 // that a vector of columns' window base and index are loaded once for the
 // block's rows. Stored row by row through the generic store, GCC reloaded
-// them, and the addend's pointers, for every row: the HKT score GEMM's store
-// was 30 % of its time against 15 % for MHA's on a Zen 2 (docs/PERFORMANCE.md).
+// them, and the addend's pointers, for every row: the HKT attention ran
+// about 2 % slower on a Zen 2 (docs/PERFORMANCE.md).
 template <class T>
 struct UpsampledAddend {
   const T* const* rows = nullptr;
