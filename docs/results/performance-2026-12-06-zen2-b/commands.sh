@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The AVX2 path on the AMD EPYC Zen 2 VM again (2 vCPUs, AVX2 + FMA, no AVX-512), the session after
 # performance-2026-12-06-zen2: this session's changes (077b7b6 the backward's P in a pass of its own,
-# 6dd2df2 the upsampled addend stored column by column, 5a01410 no upper clamp on the softmax's exp2)
-# against 4a8ed64, the commit before them. BEFORE: 4a8ed64 built in a worktree; build-nocuda: HEAD; both
+# 6dd2df2 the upsampled addend stored column by column, 5a01410 no upper clamp on the softmax's exp2,
+# f7990c9 AdamW vectorised) against 4a8ed64, the commit before them. BEFORE: 4a8ed64 built in a worktree; build-nocuda: HEAD; both
 # -DCMAKE_BUILD_TYPE=Release -DHKT_CUDA=OFF -DHKT_TESTS=OFF. Builds alternate in every round. Nothing else ran.
 set -u
 out=docs/results/performance-2026-12-06-zen2-b
