@@ -29,3 +29,12 @@ for t in 1 2; do
 done
 } > $out/step-profile.txt 2>&1
 build-nocuda/hkt-bench gemm --threads 1 2>/dev/null | grep -v '^{' > $out/gemm-1thread.txt
+# The per-kernel breakdown before and after, one after the other on a quiet machine.
+{
+for t in 1 2; do
+  for dir in "$BEFORE" build-nocuda; do
+    echo "== $dir, threads $t: $(uptime)"
+    $dir/hkt-bench step --model both --profile --down-pointwise --threads $t --steps 8 --warmup 1 | grep -v '^{' | grep -v "ratio"
+  done
+done
+} > $out/step-profile-before-after.txt 2>&1
