@@ -396,9 +396,9 @@ struct UpsampledAddend {
 #pragma GCC unroll 8
         for (int m = 0; m < MR; m += Step) {
           const V added = S::expand(rows[m] + base, index);
-#pragma GCC unroll 2
-          for (int r = m; r < m + Step && r < MR; ++r)
-            S::store(c + r * ldc + v * S::W, S::fmadd(scale, acc[r][v], added));
+          S::store(c + m * ldc + v * S::W, S::fmadd(scale, acc[m][v], added));
+          const int pair = m + 1 < MR ? m + 1 : m;  // the row sharing the addend, paired
+          if (Step == 2 && pair != m) S::store(c + pair * ldc + v * S::W, S::fmadd(scale, acc[pair][v], added));
         }
       }
     };
