@@ -62,6 +62,10 @@ constexpr T kLog2e = T(1.44269504088896340735992468100189214);
 
 inline int64_t round_up(int64_t x, int64_t multiple) { return (x + multiple - 1) / multiple * multiple; }
 inline int64_t key_limit(int64_t i, int64_t valid, bool causal) { return causal ? std::min(valid, i + 1) : valid; }
+// How many of the key tile [j0, j1)'s keys query row i sees (≤ 0: none).
+inline int64_t keys_in_tile(int64_t i, int64_t valid, bool causal, int64_t j0, int64_t j1) {
+  return std::min(key_limit(i, valid, causal), j1) - j0;
+}
 
 // Where one level's coarse tile sits for the current fine tile: its coarse
 // key rows (fixed by the key tile) and coarse query rows (by the query tile).
@@ -397,26 +401,23 @@ template <class S>
                                                              typename S::V shift, typename S::V total) {
   using T = typename S::T;
   using V = typename S::V;
-  constexpr int kLanes = 4;
-  int64_t c = 0;
-  for (; c + kLanes * S::W <= count; c += kLanes * S::W) {
-    V e[kLanes];
-    for_lanes<kLanes>([&](int u) { e[u] = S::sub(S::load(s + c + u * S::W), shift); });
-    S::template exp2<kLanes, false>(e);
-    for_lanes<kLanes>([&](int u) {
-      S::store(s + c + u * S::W, e[u]);
+  // U vectors from s + at, the lanes from count on zeroed (masked) or not.
+  auto step = [&]<int U>(int64_t at, bool masked, std::integral_constant<int, U>) {
+    V e[U];
+    for_lanes<U>([&](int u) { e[u] = S::sub(S::load(s + at + u * S::W), shift); });
+    S::template exp2<U, false>(e);
+    for_lanes<U>([&](int u) {
+      if (masked) e[u] = S::keep_first(e[u], count - at - u * S::W, T(0));
+      S::store(s + at + u * S::W, e[u]);
       total = S::add(total, e[u]);
     });
-  }
-  for (; c + S::W <= count; c += S::W) {
-    const V e = S::exp2(S::sub(S::load(s + c), shift));
-    S::store(s + c, e);
-    total = S::add(total, e);
-  }
+  };
+  constexpr int kLanes = 4;
+  int64_t c = 0;
+  for (; c + kLanes * S::W <= count; c += kLanes * S::W) step(c, false, std::integral_constant<int, kLanes>{});
+  for (; c + S::W <= count; c += S::W) step(c, false, std::integral_constant<int, 1>{});
   if (c < count) {
-    const V e = S::keep_first(S::exp2(S::sub(S::load(s + c), shift)), count - c, T(0));
-    S::store(s + c, e);
-    total = S::add(total, e);
+    step(c, true, std::integral_constant<int, 1>{});
     c += S::W;
   }
   std::fill(s + c, s + std::max(c, end), T(0));
@@ -442,7 +443,7 @@ void softmax_tile(Workspace<S>& w, int64_t i0, int64_t rows, int64_t j0, int64_t
   // P·V GEMM's depth is the tile's key count.
   const int64_t np = w.np, dh = w.dh, padded = w.keys.geometry[0].padded;
   constexpr T inf = std::numeric_limits<T>::infinity();
-  auto key_count = [&](int64_t r) { return std::min(key_limit(i0 + r, w.valid, p.causal), j1) - j0; };
+  auto key_count = [&](int64_t r) { return keys_in_tile(i0 + r, w.valid, p.causal, j0, j1); };
   for (int64_t r = 0; r < rows; ++r) {
     T* s = w.scores.data + r * np;
     const int64_t count = key_count(r);
@@ -709,10 +710,9 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   // four vectors' exponentials interleaved. In the dP GEMM's store, one
   // vector after another, they were 63 % of that GEMM's time on a Zen 2, the
   // core waiting on each exponential's chain (docs/PERFORMANCE.md).
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t keys = std::min(key_limit(i0 + r, w.valid, p.causal), j1) - j0;
-    exp2_shifted_row<S>(w.scores.data + r * np, keys, padded, S::set1(lse[i0 + r]), S::zero());
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    exp2_shifted_row<S>(w.scores.data + r * np, keys_in_tile(i0 + r, w.valid, p.causal, j0, j1), padded,
+                        S::set1(lse[i0 + r]), S::zero());
   // dP = dO·Vᵀ, and in its store dS = P ⊙ (dP − D) into grads
   // (SoftmaxGradient). Level 1's pooled dS (pool_level) is made there too
   // while the values are in registers, where its blocks are 2 × 2 from the
