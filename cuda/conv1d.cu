@@ -34,8 +34,10 @@ void depthwise_conv1d_cuda(const Tensor& x, const Tensor& weight, const Tensor& 
 }
 
 // dX[b, t, c] = Σ_r W[c, r] · dY[b, m, c] over the taps r whose output m reads t.
+// With accumulate, grad_x holds a gradient summed so far, and dX is added to it.
 __global__ void conv_grad_x_kernel(const float* weight, const float* grad_out, float* grad_x, int64_t B,
-                                   int64_t length, int64_t C, int64_t k, int64_t stride, int64_t T_out) {
+                                   int64_t length, int64_t C, int64_t k, int64_t stride, int64_t T_out,
+                                   bool accumulate) {
   HKT_CUDA_LOOP(i, B * length * C) {
     const int64_t c = i % C, t = (i / C) % length, b = i / (C * length);
     float dx = 0.0f;
@@ -44,7 +46,7 @@ __global__ void conv_grad_x_kernel(const float* weight, const float* grad_out, f
       if (shifted < 0 || shifted % stride != 0 || shifted / stride >= T_out) continue;
       dx += weight[c * k + r] * grad_out[(b * T_out + shifted / stride) * C + c];
     }
-    grad_x[i] = dx;
+    grad_x[i] = accumulate ? grad_x[i] + dx : dx;
   }
 }
 
@@ -77,7 +79,7 @@ __global__ void conv_grad_params_kernel(const float* x, const float* grad_out, f
 }
 
 void depthwise_conv1d_backward_cuda(const Tensor& x, const Tensor& weight, const Tensor& grad_out, int64_t stride,
-                                    Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias) {
+                                    Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias, bool accumulate) {
   const char* op = "depthwise_conv1d_backward";
   require_float32(op, x);
   require_float32(op, weight);
@@ -86,7 +88,7 @@ void depthwise_conv1d_backward_cuda(const Tensor& x, const Tensor& weight, const
   cudaStream_t s = stream_of(x);
   if (grad_x.defined() && grad_x.numel() > 0) {
     conv_grad_x_kernel<<<blocks_for(grad_x.numel()), kThreads, 0, s>>>(ptr(weight), ptr(grad_out), ptr(grad_x), B,
-                                                                        length, C, k, stride, T_out);
+                                                                        length, C, k, stride, T_out, accumulate);
     check_launch(op);
   }
   if ((!grad_weight.defined() && !grad_bias.defined()) || C == 0) return;

@@ -36,7 +36,7 @@ void gemm_cuda(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, 
     const int64_t total = c.numel();
     bias_rows_kernel<<<blocks_for(total), kThreads, 0, s>>>(ptr(bias), ptr(c), d.n, total);
     check_launch(op);
-  } else if (d.k == 0 || d.batch == 0) {  // an empty sum
+  } else if ((d.k == 0 || d.batch == 0) && !d.accumulate) {  // an empty sum
     check(cudaMemsetAsync(c.raw_data(), 0, c.nbytes(), s), op, "cudaMemsetAsync");
   }
   if (d.k == 0 || d.batch == 0) return;
@@ -55,12 +55,12 @@ void gemm_cuda(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, 
     // per item, accumulating (beta = 1) after the first, in issue order.
     for (int64_t i = 0; i < d.batch; ++i)
       check(api.sgemm(handle, op_b, op_a, n, m, k, &one, pb + i * d.stride_b, ldb, pa + i * d.stride_a, lda,
-                      i == 0 ? &zero : &one, pc, n),
+                      i == 0 && !d.accumulate ? &zero : &one, pc, n),
             op, "cublasSgemm");
     return;
   }
   check(api.sgemm_strided_batched(handle, op_b, op_a, n, m, k, &one, pb, ldb, d.stride_b, pa, lda, d.stride_a,
-                                  bias.defined() ? &one : &zero, pc, n, d.stride_c, blas_int(d.batch)),
+                                  bias.defined() || d.accumulate ? &one : &zero, pc, n, d.stride_c, blas_int(d.batch)),
         op, "cublasSgemmStridedBatched");
 }
 

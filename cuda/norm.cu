@@ -46,8 +46,10 @@ void layer_norm_cuda(const Tensor& x, const Tensor& weight, const Tensor& bias, 
 
 // With x̂ = (x − mean) · rstd and dx̂ = g ⊙ weight, per row:
 //   dx = rstd · (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂))
+// With accumulate, grad_x holds a gradient summed so far, and dX is added to it.
 __global__ void layer_norm_grad_x_kernel(const float* x, const float* weight, const float* mean, const float* rstd,
-                                         const float* grad_out, float* grad_x, int64_t rows, int64_t width) {
+                                         const float* grad_out, float* grad_x, int64_t rows, int64_t width,
+                                         bool accumulate) {
   for (int64_t n = blockIdx.x; n < rows; n += gridDim.x) {
     const float* row = x + n * width;
     const float* g = grad_out + n * width;
@@ -63,7 +65,8 @@ __global__ void layer_norm_grad_x_kernel(const float* x, const float* weight, co
     const float dnorm_xhat_mean = block_sum(dnorm_xhat_total) / static_cast<float>(width);
     for (int64_t d = threadIdx.x; d < width; d += blockDim.x) {
       const float xhat = (row[d] - m) * s;
-      dx[d] = s * (g[d] * weight[d] - dnorm_mean - xhat * dnorm_xhat_mean);
+      const float term = s * (g[d] * weight[d] - dnorm_mean - xhat * dnorm_xhat_mean);
+      dx[d] = accumulate ? dx[d] + term : term;
     }
   }
 }
@@ -100,7 +103,8 @@ __global__ void layer_norm_param_kernel(const float* partial_weight, const float
 }
 
 void layer_norm_backward_cuda(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
-                              const Tensor& grad_out, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias) {
+                              const Tensor& grad_out, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias,
+                              bool accumulate) {
   const char* op = "layer_norm_backward";
   require_float32(op, x);
   require_float32(op, weight);
@@ -114,7 +118,8 @@ void layer_norm_backward_cuda(const Tensor& x, const Tensor& weight, const Tenso
     return;
   }
   layer_norm_grad_x_kernel<<<row_blocks(rows), kThreads, 0, s>>>(ptr(x), ptr(weight), ptr(mean), ptr(rstd),
-                                                                  ptr(grad_out), ptr(grad_x), rows, width);
+                                                                  ptr(grad_out), ptr(grad_x), rows, width,
+                                                                  accumulate);
   check_launch(op);
   const int64_t blocks = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
   Tensor partial_weight = Tensor::empty({blocks, width}, DType::Float32, x.device());

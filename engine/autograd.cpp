@@ -12,6 +12,25 @@ namespace hkt {
 namespace {
 
 thread_local bool recording = true;
+
+// The node whose backward runs on this thread, and the sums of gradients
+// that backward() keeps for the nodes not yet run (take_gradient_sum).
+struct RunningBackward {
+  const Node* node = nullptr;
+  std::unordered_map<Node*, Tensor>* sums = nullptr;
+};
+thread_local RunningBackward running;
+
+class RunningGuard {
+ public:
+  explicit RunningGuard(RunningBackward now) : previous_(running) { running = now; }
+  ~RunningGuard() { running = previous_; }
+  RunningGuard(const RunningGuard&) = delete;
+  RunningGuard& operator=(const RunningGuard&) = delete;
+
+ private:
+  RunningBackward previous_;
+};
 std::atomic<bool> anomaly_mode{false};
 
 // Index of the first value `bad` picks in a floating tensor, or -1.
@@ -135,6 +154,22 @@ void set_detect_anomaly(bool enabled) { anomaly_mode.store(enabled, std::memory_
 bool grad_enabled() { return recording; }
 void set_grad_enabled(bool enabled) { recording = enabled; }
 
+Tensor take_gradient_sum(size_t input) {
+  if (running.node == nullptr || input >= running.node->inputs.size()) return Tensor();
+  const Tensor& x = running.node->inputs[input];
+  if (!x.defined() || !x.requires_grad() || x.is_leaf()) return Tensor();
+  auto found = running.sums->find(x.grad_fn().get());
+  if (found == running.sums->end()) return Tensor();
+  const Tensor& sum = found->second;
+  // Written in place only when nothing else can see it: no other handle, no view of its storage.
+  if (!sum.sole_owner() || sum.shape() != x.shape() ||
+      sum.dtype() != x.dtype() || sum.device() != x.device())
+    return Tensor();
+  Tensor taken = std::move(found->second);
+  running.sums->erase(found);
+  return taken;
+}
+
 bool needs_grad(const std::vector<Tensor>& inputs) {
   if (!recording) return false;
   for (const Tensor& input : inputs)
@@ -180,7 +215,11 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
     if (found == sums.end()) continue;
     Tensor output_grad = std::move(found->second);
     sums.erase(found);
-    std::vector<Tensor> input_grads = node->backward(output_grad);
+    std::vector<Tensor> input_grads;
+    {
+      RunningGuard guard({node, &sums});
+      input_grads = node->backward(output_grad);
+    }
     check(input_grads.size() == node->inputs.size(), "backward of '", node->op, "': returned ",
           input_grads.size(), " gradients for ", node->inputs.size(), " inputs");
     if (anomaly_mode.load(std::memory_order_relaxed)) check_backward_anomaly(*node, output_grad, input_grads);

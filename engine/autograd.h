@@ -75,4 +75,16 @@ void record(const char* op, const std::vector<Tensor>& inputs, Tensor& output, N
 
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph);
 
+// Inside a node's backward: the gradient already summed for the node's input
+// `input` by the consumers whose backward ran before, handed over so that the
+// backward can add its own term into it (a GEMM with beta = 1, a kernel that
+// accumulates) and return that tensor, instead of returning a new one that
+// backward() would add in a separate pass over memory. Undefined when there
+// is no such sum, when the input is a leaf (its .grad belongs to the user),
+// or when anything else still holds the sum or shares its storage (an op
+// whose backward hands one tensor to two inputs): then the backward returns a
+// fresh gradient as usual. Once taken, the sum is the backward's to return;
+// it must return it (with its own term added) for that input.
+Tensor take_gradient_sum(size_t input);
+
 }  // namespace hkt

@@ -82,6 +82,10 @@ class Tensor {
   Tensor to(Device device) const;        // copy to another device (not differentiable yet)
 
   TensorImpl* impl() const { return impl_.get(); }
+  // True when this handle is the only one to the tensor and no other tensor
+  // (a reshape, a detach) shares its storage: writing it in place changes
+  // nothing anyone else can read.
+  bool sole_owner() const { return impl_ != nullptr && impl_.use_count() == 1 && impl_->storage.use_count() == 1; }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
 
  private:

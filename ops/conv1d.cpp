@@ -52,65 +52,63 @@ void depthwise_conv1d_cpu(const Tensor& x, const Tensor& weight, const Tensor& b
   });
 }
 
-// dX[b, t, c] = Σ_r W[c, r] · dY[b, m, c] over the taps r whose output m has
-// t = m·s + s − k + r: each input row gathers its terms (r ascending), so no
-// two threads write one element.
-// dW[c, r] = Σ_{b,m} dY[b, m, c] · X[b, m·s + s − k + r, c] and dbias[c] =
-// Σ_{b,m} dY[b, m, c]: the (b, m) rows are cut into chunks of a fixed size,
-// each chunk sums its rows into its own [k + 1, C] partial (contiguous rows of
-// every channel at once: the loops vectorise and the partial stays in L1), and
-// the partials are added in chunk order. The result does not depend on the
-// thread count.
+// One pass over dY gives all three gradients: for output row m and each tap
+// r that reads input row t = m·s + s − k + r,
+//   dX[b, t, :] += W[:, r] ⊙ dY[b, m, :],   dW[:, r] += dY[b, m, :] ⊙ X[b, t, :],
+// and dbias += dY[b, m, :] (contiguous rows of every channel at once: the
+// loops vectorise). A sequence is one task: its dX rows (128 KiB at T = 512,
+// C = 64, in L2 while it runs) get terms only from its own outputs, m
+// ascending, and it sums dW and dbias into its own [k + 1, C] partial, which
+// stays in L1; the partials are added in sequence order, so the result does
+// not depend on the thread count. dX is zeroed first unless `accumulate`
+// (then it holds a gradient summed so far: autograd's take_gradient_sum).
+// Two passes, a gather per input row for dX and a sweep for dW, read dY
+// twice and cost an integer division per tap; this took the six
+// convolutions' backward of the HKT step from 7.5 to ... ms (docs/PERFORMANCE.md).
 void depthwise_conv1d_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& grad_out, int64_t stride,
-                                   Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias) {
+                                   Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias, bool accumulate) {
   visit_floating("depthwise_conv1d_backward", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const int64_t B = x.size(0), length = x.size(1), C = x.size(2), k = weight.size(1), T_out = grad_out.size(1);
     const T* px = static_cast<const T*>(x.raw_data());
     const T* pg = static_cast<const T*>(grad_out.raw_data());
-    const bool parallel = B * T_out * C * k > HKT_OMP_MIN_WORK;
-
-    if (grad_x.defined()) {
-      const std::vector<T> taps = weight_by_tap(static_cast<const T*>(weight.raw_data()), C, k);
-      T* pdx = static_cast<T*>(grad_x.raw_data());
-#pragma omp parallel for if (parallel)
-      for (int64_t row = 0; row < B * length; ++row) {
-        const int64_t b = row / length, t = row % length;
-        T* dx = pdx + row * C;
-        for (int64_t c = 0; c < C; ++c) dx[c] = T(0);
-        for (int64_t r = 0; r < k; ++r) {
-          const int64_t shifted = t - window_start(0, stride, k) - r;  // = m·s for the output m reading t at tap r
-          if (shifted < 0 || shifted % stride != 0 || shifted / stride >= T_out) continue;
-          const T* dy = pg + (b * T_out + shifted / stride) * C;
-          const T* w = taps.data() + r * C;
-          for (int64_t c = 0; c < C; ++c) dx[c] += w[c] * dy[c];
+    T* pdx = grad_x.defined() ? static_cast<T*>(grad_x.raw_data()) : nullptr;
+    const bool params = grad_weight.defined() || grad_bias.defined();
+    const std::vector<T> taps = weight_by_tap(static_cast<const T*>(weight.raw_data()), C, k);
+    const int64_t partial_size = (k + 1) * C;  // per sequence: dW as [k, C], then dbias
+    std::vector<T> partials(params ? static_cast<size_t>(B * partial_size) : 0, T(0));
+#pragma omp parallel for if (B * T_out * C * k > HKT_OMP_MIN_WORK)
+    for (int64_t b = 0; b < B; ++b) {
+      const T* xs = px + b * length * C;
+      const T* dys = pg + b * T_out * C;
+      T* dxs = pdx ? pdx + b * length * C : nullptr;
+      if (dxs && !accumulate) std::fill(dxs, dxs + length * C, T(0));
+      T* dw_taps = params ? partials.data() + b * partial_size : nullptr;
+      for (int64_t m = 0; m < T_out; ++m) {
+        const T* dy = dys + m * C;
+        if (dw_taps) {
+          T* dbias = dw_taps + k * C;
+          for (int64_t c = 0; c < C; ++c) dbias[c] += dy[c];
+        }
+        const int64_t t0 = window_start(m, stride, k);
+        const int64_t r_end = std::min(k, length - t0);
+        for (int64_t r = std::max<int64_t>(0, -t0); r < r_end; ++r) {
+          if (dxs) {
+            T* dx = dxs + (t0 + r) * C;
+            const T* w = taps.data() + r * C;
+            for (int64_t c = 0; c < C; ++c) dx[c] += w[c] * dy[c];
+          }
+          if (dw_taps) {
+            T* dw = dw_taps + r * C;
+            const T* x_row = xs + (t0 + r) * C;
+            for (int64_t c = 0; c < C; ++c) dw[c] += dy[c] * x_row[c];
+          }
         }
       }
     }
-
-    if (!grad_weight.defined() && !grad_bias.defined()) return;
-    constexpr int64_t kChunkRows = 256;
-    const int64_t rows = B * T_out, chunks = (rows + kChunkRows - 1) / kChunkRows, partial_size = (k + 1) * C;
-    std::vector<T> partials(static_cast<size_t>(chunks * partial_size), T(0));  // per chunk: dW as [k, C], then dbias
-#pragma omp parallel for if (parallel)
-    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-      T* dw_taps = partials.data() + chunk * partial_size;
-      T* dbias = dw_taps + k * C;
-      for (int64_t row = chunk * kChunkRows; row < std::min(rows, (chunk + 1) * kChunkRows); ++row) {
-        const int64_t b = row / T_out, m = row % T_out;
-        const T* dy = pg + row * C;
-        for (int64_t c = 0; c < C; ++c) dbias[c] += dy[c];
-        for (int64_t r = 0; r < k; ++r) {
-          const int64_t t = window_start(m, stride, k) + r;
-          if (t < 0 || t >= length) continue;
-          const T* x_row = px + (b * length + t) * C;
-          T* dw = dw_taps + r * C;
-          for (int64_t c = 0; c < C; ++c) dw[c] += dy[c] * x_row[c];
-        }
-      }
-    }
-    for (int64_t chunk = 1; chunk < chunks; ++chunk)
-      for (int64_t e = 0; e < partial_size; ++e) partials[e] += partials[chunk * partial_size + e];
+    if (!params) return;
+    for (int64_t b = 1; b < B; ++b)
+      for (int64_t e = 0; e < partial_size; ++e) partials[e] += partials[b * partial_size + e];
     if (grad_weight.defined()) {
       T* pdw = static_cast<T*>(grad_weight.raw_data());
       for (int64_t c = 0; c < C; ++c)
@@ -153,11 +151,15 @@ Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
   record(op, inputs, out,
          [x = x.detach(), weight = weight.detach(), stride, has_bias, rx = x.requires_grad(),
           rw = weight.requires_grad(), rb = has_bias && bias.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
-           Tensor gx = rx ? Tensor::empty(x.shape(), x.dtype(), x.device()) : Tensor();
+           // dX adds into the gradient x already has from its other consumers, where autograd hands it over.
+           const Tensor sum = rx ? take_gradient_sum(0) : Tensor();
+           const bool accumulate = sum.defined();
+           Tensor gx = accumulate ? sum : rx ? Tensor::empty(x.shape(), x.dtype(), x.device()) : Tensor();
            Tensor gw = rw ? Tensor::empty(weight.shape(), x.dtype(), x.device()) : Tensor();
            Tensor gb = rb ? Tensor::empty({weight.size(0)}, x.dtype(), x.device()) : Tensor();
            dispatch::kernel<DepthwiseConv1dBackwardKernel>(kernels::depthwise_conv1d_backward, x.device())(x, weight, g,
-                                                                                                   stride, gx, gw, gb);
+                                                                                                   stride, gx, gw, gb,
+                                                                                                   accumulate);
            std::vector<Tensor> grads = {gx, gw};
            if (has_bias) grads.push_back(gb);
            return grads;

@@ -28,8 +28,10 @@ inline constexpr const char* depthwise_conv1d_backward = "depthwise_conv1d_backw
 // x [B, T, C], weight [C, k], bias [C] or undefined, out [B, T_out, C].
 using DepthwiseConv1dKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
                                    Tensor& out);
-// Writes each defined gradient: grad_x [B, T, C], grad_weight [C, k], grad_bias [C].
+// Writes each defined gradient: grad_x [B, T, C], grad_weight [C, k], grad_bias [C];
+// with accumulate, grad_x holds a gradient summed so far and dX is added to it.
 using DepthwiseConv1dBackwardKernel = void(const Tensor& x, const Tensor& weight, const Tensor& grad_out,
-                                           int64_t stride, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias);
+                                           int64_t stride, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias,
+                                           bool accumulate);
 
 }  // namespace hkt

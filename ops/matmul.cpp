@@ -160,7 +160,7 @@ void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, co
     const float* rows_b = d.trans_b ? packed.data() : b;
     const float* a = pa + i * d.stride_a;
     float* c = pc + i * d.stride_c;
-    const bool summing = d.stride_c == 0 && i > 0;  // add to the sum of the items before
+    const bool summing = d.accumulate || (d.stride_c == 0 && i > 0);  // add to what c holds
     if (split_depth(m, k)) {
       gemm_split_depth(m, n, k, a, a_row, a_col, rows_b, bias, c, summing, path);
       continue;
@@ -188,7 +188,7 @@ void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, c
     const T* pbias = bias.defined() ? static_cast<const T*>(bias.raw_data()) : nullptr;
     if (c.numel() == 0) return;
     if (d.k == 0 || d.batch == 0) {  // an empty sum; BLAS may leave c untouched
-      fill_rows(pc, c.numel() / d.n, d.n, pbias);
+      if (!d.accumulate) fill_rows(pc, c.numel() / d.n, d.n, pbias);
       return;
     }
     if constexpr (std::is_same_v<T, float>) {
@@ -204,7 +204,7 @@ void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, c
     const int lda = d.trans_a ? m : k, ldb = d.trans_b ? k : n;
     if (pbias) fill_rows(pc, d.batch * d.m, d.n, pbias);  // BLAS adds to c with beta = 1
     for (int64_t i = 0; i < d.batch; ++i) {
-      const T beta = (d.stride_c == 0 && i > 0) || pbias ? T(1) : T(0);
+      const T beta = d.accumulate || (d.stride_c == 0 && i > 0) || pbias ? T(1) : T(0);
       blas_gemm(d.trans_a ? CblasTrans : CblasNoTrans, d.trans_b ? CblasTrans : CblasNoTrans, m, n, k,
                 pa + i * d.stride_a, lda, pb + i * d.stride_b, ldb, beta, pc + i * d.stride_c, n);
     }
@@ -238,8 +238,10 @@ void check_gemm_args(const char* op, const Tensor& a, const Tensor& b, bool ta, 
 
 // Not recorded: the forward of gemm and the GEMMs of its backward. Arguments
 // are valid; with sum_batch both operands are batched and the result is [M, N]
-// (and bias is undefined).
-Tensor gemm_compute(const Tensor& a, const Tensor& b, bool ta, bool tb, bool sum_batch, const Tensor& bias = Tensor()) {
+// (and bias is undefined). A defined `into` (a gradient summed so far, of the
+// result's shape) gets the product added and is returned.
+Tensor gemm_compute(const Tensor& a, const Tensor& b, bool ta, bool tb, bool sum_batch, const Tensor& bias = Tensor(),
+                    const Tensor& into = Tensor()) {
   const Shape batch_shape = a.dim() > 2 ? batch_dims(a) : batch_dims(b);
   const int64_t batch = shape_numel(batch_shape);
   const int64_t rows_a = a.size(-2), cols_a = a.size(-1), rows_b = b.size(-2), cols_b = b.size(-1);
@@ -266,7 +268,11 @@ Tensor gemm_compute(const Tensor& a, const Tensor& b, bool ta, bool tb, bool sum
   Shape out_shape = sum_batch ? Shape{} : batch_shape;
   out_shape.push_back(ta ? cols_a : rows_a);
   out_shape.push_back(tb ? rows_b : cols_b);
-  Tensor c = Tensor::empty(out_shape, a.dtype(), a.device());
+  d.accumulate = into.defined();
+  if (d.accumulate)
+    check(into.shape() == out_shape && !bias.defined(), "gemm: internal: accumulating into ", into.str(), " for ",
+          shape_str(out_shape), bias.defined() ? " with a bias" : "");
+  Tensor c = d.accumulate ? into : Tensor::empty(out_shape, a.dtype(), a.device());
   dispatch::kernel<GemmKernel>(kernels::gemm, a.device())(a, b, bias, c, d);
   return c;
 }
@@ -287,9 +293,17 @@ Tensor gemm_op(const char* op, const Tensor& a, const Tensor& b, bool ta, bool t
           ra = a.requires_grad(), rb = b.requires_grad(),
           rbias = has_bias && bias.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
            const bool a_shared = a.dim() == 2 && b.dim() > 2, b_shared = b.dim() == 2 && a.dim() > 2;
+           // Each product adds into the gradient its input already has from other consumers, where
+           // autograd can hand it over: one pass over memory instead of a product and an add.
            Tensor ga, gb;
-           if (ra) ga = ta ? gemm_compute(b, g, tb, true, a_shared) : gemm_compute(g, b, false, !tb, a_shared);
-           if (rb) gb = tb ? gemm_compute(g, a, true, ta, b_shared) : gemm_compute(a, g, !ta, false, b_shared);
+           if (ra) {
+             const Tensor sum = take_gradient_sum(0);
+             ga = ta ? gemm_compute(b, g, tb, true, a_shared, {}, sum) : gemm_compute(g, b, false, !tb, a_shared, {}, sum);
+           }
+           if (rb) {
+             const Tensor sum = take_gradient_sum(1);
+             gb = tb ? gemm_compute(g, a, true, ta, b_shared, {}, sum) : gemm_compute(a, g, !ta, false, b_shared, {}, sum);
+           }
            std::vector<Tensor> grads = {ga, gb};
            if (has_bias) grads.push_back(rbias ? sum_to(g, bias_shape) : Tensor());
            return grads;
@@ -316,7 +330,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     check(bias.dim() == 1 && bias.size(0) == weight.size(0), "linear: weight ", shape_str(weight.shape()),
           " but bias ", shape_str(bias.shape()));
   }
-  // Every leading dim of x is a row of one [rows, in] x [in, out] GEMM.
+  // x [..., in] with leading dims is a batch of [rows, in] items times a shared weight, which
+  // gemm_compute runs as one GEMM over all rows. Not reshaped first: x itself is then the
+  // node's input, so the backward can add dx into the gradient x has from other consumers
+  // (q, k and v read one x), which a reshape of x, a node of its own, would hide.
+  if (x.dim() >= 2) return gemm_op("linear", x, weight, false, true, bias);
   Shape out_shape = x.shape();
   out_shape.back() = weight.size(0);
   const int64_t rows = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));

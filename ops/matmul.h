@@ -29,6 +29,7 @@ struct GemmDims {
   int64_t batch = 1, m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  bool accumulate = false;  // c += the product (beta = 1 throughout); bias is then undefined
 };
 
 // ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
@@ -38,7 +39,8 @@ inline constexpr const char* gemm = "gemm";
 }  // namespace kernels
 
 // c[i] = op(a[i]) · op(b[i]) (+ bias on every row) for i < dims.batch; with
-// dims.stride_c == 0, c = Σ_i op(a[i]) · op(b[i]) and bias is undefined. bias,
+// dims.stride_c == 0, c = Σ_i op(a[i]) · op(b[i]) and bias is undefined; with
+// dims.accumulate, c's values are kept and the products added to them. bias,
 // when defined, is [N]: linear's bias, added where c is written (the CPU
 // kernel adds it to each block of rows while the block is in cache).
 using GemmKernel = void(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmDims& dims);

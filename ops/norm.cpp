@@ -52,7 +52,8 @@ constexpr int64_t kLayerNormRowsPerBlock = 32;
 // Each block of rows sums its own partial dweight/dbias; the blocks are then
 // added in block order.
 void layer_norm_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
-                             const Tensor& grad_out, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias) {
+                             const Tensor& grad_out, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias,
+                             bool accumulate) {
   visit_floating("layer_norm_backward", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = static_cast<const T*>(x.raw_data());
@@ -87,7 +88,8 @@ void layer_norm_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor
             lane_sum<T>(width, [&](int64_t d) { return g[d] * w[d] * ((row[d] - m) * s); }) / static_cast<T>(width);
         for (int64_t d = 0; d < width; ++d) {
           const T xhat = (row[d] - m) * s;
-          dx[d] = s * (g[d] * w[d] - dnorm_mean - xhat * dnorm_xhat_mean);
+          const T term = s * (g[d] * w[d] - dnorm_mean - xhat * dnorm_xhat_mean);
+          dx[d] = accumulate ? dx[d] + term : term;
         }
       }
     }
@@ -130,11 +132,13 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   dispatch::kernel<LayerNormKernel>(kernels::layer_norm, x.device())(x, weight, bias, eps, out, mean, rstd);
   record("layer_norm", {x, weight, bias}, out,
          [x = x.detach(), weight = weight.detach(), mean, rstd](const Tensor& g) -> std::vector<Tensor> {
-           Tensor grad_x = Tensor::empty(x.shape(), x.dtype(), x.device());
+           // dX adds into the gradient x already has (a residual branch's), where autograd hands it over.
+           const Tensor sum = take_gradient_sum(0);
+           Tensor grad_x = sum.defined() ? sum : Tensor::empty(x.shape(), x.dtype(), x.device());
            Tensor grad_weight = Tensor::empty(weight.shape(), weight.dtype(), weight.device());
            Tensor grad_bias = Tensor::empty(weight.shape(), weight.dtype(), weight.device());
            dispatch::kernel<LayerNormBackwardKernel>(kernels::layer_norm_backward, x.device())(
-               x, weight, mean, rstd, g, grad_x, grad_weight, grad_bias);
+               x, weight, mean, rstd, g, grad_x, grad_weight, grad_bias, sum.defined());
            return {grad_x, grad_weight, grad_bias};
          });
   return out;

@@ -21,8 +21,9 @@ inline constexpr const char* layer_norm_backward = "layer_norm_backward";
 using LayerNormKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& out,
                              Tensor& mean, Tensor& rstd);
 // grad_out, grad_x: [rows, D]; grad_weight, grad_bias: [D].
+// With accumulate, grad_x holds a gradient summed so far and dX is added to it.
 using LayerNormBackwardKernel = void(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
                                      const Tensor& grad_out, Tensor& grad_x, Tensor& grad_weight,
-                                     Tensor& grad_bias);
+                                     Tensor& grad_bias, bool accumulate);
 
 }  // namespace hkt

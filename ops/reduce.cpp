@@ -174,12 +174,23 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
   check(broadcast_shapes("sum_to", shape, x.shape()) == x.shape(), "sum_to: ", shape_str(x.shape()),
         " is not a broadcast of ", shape_str(shape));
-  Tensor reduced = x;
+  // Each run of adjacent stretched axes is one reduction (a bias's gradient from [B, T, N] is
+  // one sum over B·T rows, not a sum over B and then one over T): x viewed with runs merged.
   const int64_t extra = x.dim() - static_cast<int64_t>(shape.size());
+  Shape merged;
+  std::vector<bool> merged_stretched;
   for (int64_t axis = 0; axis < x.dim(); ++axis) {
-    bool stretched = axis < extra || (shape[axis - extra] == 1 && x.size(axis) != 1);
-    if (stretched) reduced = sum(reduced, axis, /*keepdim=*/true);
+    const bool stretched = axis < extra || (shape[axis - extra] == 1 && x.size(axis) != 1);
+    if (!merged.empty() && merged_stretched.back() == stretched) {
+      merged.back() *= x.size(axis);
+    } else {
+      merged.push_back(x.size(axis));
+      merged_stretched.push_back(stretched);
+    }
   }
+  Tensor reduced = reshape(x, merged);
+  for (int64_t axis = 0; axis < static_cast<int64_t>(merged.size()); ++axis)
+    if (merged_stretched[axis]) reduced = sum(reduced, axis, /*keepdim=*/true);
   return reshape(reduced, shape);
 }
 

@@ -115,3 +115,52 @@ TEST_CASE("an undefined optional input in a recorded node is skipped by backward
   sum(out).backward();
   CHECK(x.grad().to_vector<double>() == std::vector<double>{1.0, 1.0});
 }
+
+namespace {
+
+// y = x, recorded with a backward that adds the output's gradient into the
+// sum autograd hands over for x, if any; `handed` says whether it did.
+Tensor probe(const Tensor& x, bool& handed) {
+  Tensor out = x.detach().clone();
+  record("probe", {x}, out, [&handed](const Tensor& g) -> std::vector<Tensor> {
+    Tensor sum = take_gradient_sum(0);
+    handed = sum.defined();
+    if (!handed) return {g.clone()};
+    double* total = sum.data<double>();
+    const double* term = g.data<double>();
+    for (int64_t i = 0; i < g.numel(); ++i) total[i] += term[i];
+    return {sum};
+  });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("take_gradient_sum hands a backward the sum of an input's gradients only when nothing else holds it") {
+  Tensor x = Tensor::from_vector<double>({1.0, -2.0}, {2});
+  x.requires_grad_();
+  bool handed = false;
+  SECTION("a sum that mul's backward made, held by autograd alone, is handed over and added to") {
+    Tensor a = mul(x, 1.5);
+    Tensor u = probe(a, handed);
+    sum(mul(a, u)).backward();  // mul's backward runs first; d/dx (1.5x)² = 4.5x
+    CHECK(handed);
+    CHECK(max_abs_diff(x.grad(), std::vector<double>{4.5, -9.0}) == 0.0);
+  }
+  SECTION("a sum that add's backward also gave to another input is not handed over") {
+    Tensor a = mul(x, 1.5);
+    Tensor u = probe(a, handed);
+    sum(add(a, u)).backward();  // add hands one tensor to a and to u
+    CHECK_FALSE(handed);
+    CHECK(max_abs_diff(x.grad(), std::vector<double>{3.0, 3.0}) == 0.0);
+  }
+  SECTION("a leaf's gradient is the user's and is never handed over") {
+    Tensor u = probe(x, handed);
+    sum(mul(x, u)).backward();
+    CHECK_FALSE(handed);
+    CHECK(max_abs_diff(x.grad(), std::vector<double>{2.0, -4.0}) == 0.0);
+  }
+  SECTION("outside a backward there is nothing to hand over") {
+    CHECK_FALSE(take_gradient_sum(0).defined());
+  }
+}

@@ -126,6 +126,27 @@ TEST_CASE("depthwise_conv1d gradients do not depend on the thread count") {
   CHECK(grads[0] == grads[2]);
 }
 
+TEST_CASE("depthwise_conv1d's backward adds dX into the gradient its input already has") {
+  // x feeds a linear and a strided convolution (HKT's level inputs): whichever backward runs
+  // second adds into the first's gradient (autograd's take_gradient_sum). The order of add's
+  // operands decides which runs first; both orders are checked.
+  for (bool conv_first : {true, false})
+  for (const ConvCase& c : kCases) {
+    INFO("B " << c.B << " T " << c.T << " C " << c.C << " k " << c.k << " s " << c.stride << " conv first "
+              << conv_first);
+    const Tensor x = random_tensor({c.B, c.T, c.C}, 16), w = random_tensor({c.C, c.k}, 17);
+    const Tensor proj = random_tensor({c.C, c.C}, 18);
+    gradcheck(
+        [&](const std::vector<Tensor>& in) {
+          Tensor h = mul(in[0], 1.5);
+          Tensor down = depthwise_conv1d(h, in[1], Tensor(), c.stride);
+          Tensor mixed = linear(h, proj);
+          return conv_first ? add(sum(down), sum(mul(mixed, mixed))) : add(sum(mul(mixed, mixed)), sum(down));
+        },
+        {x, w});
+  }
+}
+
 TEST_CASE("depthwise_conv1d rejects bad input with the op and shapes named") {
   Tensor x = Tensor::zeros({2, 5, 4});
   REQUIRE_THROWS_WITH(depthwise_conv1d(x, Tensor::zeros({3, 3}), Tensor(), 1),

@@ -1,4 +1,5 @@
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 #include "ops/blas.h"
@@ -171,6 +172,40 @@ TEST_CASE("linear: gradients with and without bias") {
   sum(linear(x, w)).backward();
   CHECK(!x.grad().defined());
   CHECK(w.grad().shape() == Shape{1, 6});
+}
+
+TEST_CASE("gemm and linear backwards add into the gradient their input already has from other consumers") {
+  // h feeds several products: after the first backward each one adds its dh to the sum so far
+  // (autograd's take_gradient_sum) instead of returning a new tensor. h as the first operand
+  // (linear, a transposed weight) and as the second (a shared matrix times each batch item).
+  using Graph = std::function<Tensor(const std::vector<Tensor>&)>;
+  const Graph first = [](const std::vector<Tensor>& in) {
+    Tensor h = mul(in[0], 1.25);  // not a leaf: autograd sums its gradient
+    return add(add(linear(h, in[1], in[2]), linear(h, in[3])), gemm(h, in[4], false, true));
+  };
+  const Graph second = [](const std::vector<Tensor>& in) {
+    Tensor h = mul(in[0], 1.25);
+    return add(add(matmul(in[1], h), gemm(in[2], h, true, false)), mul(h, 0.5));
+  };
+  const Tensor x = random_tensor({2, 5, 16}, 40), w1 = random_tensor({32, 16}, 41), b1 = random_tensor({32}, 42);
+  const Tensor w2 = random_tensor({32, 16}, 43), w3 = random_tensor({32, 16}, 44);
+  const Tensor s1 = random_tensor({5, 5}, 45), s2 = random_tensor({5, 5}, 46);
+  gradcheck(first, {x, w1, b1, w2, w3});
+  gradcheck(second, {x, s1, s2});
+  // float32 with dx's N = 16 runs the project's micro-kernel with beta = 1 (where the CPU has AVX2
+  // or AVX-512; BLAS elsewhere); it must match float64.
+  for (const Graph* f : {&first, &second}) {
+    const bool is_first = f == &first;
+    auto x_grad = [&](DType dtype) {
+      std::vector<Tensor> in = is_first ? std::vector<Tensor>{x, w1, b1, w2, w3} : std::vector<Tensor>{x, s1, s2};
+      for (Tensor& t : in) t = t.to(dtype).detach();
+      in[0].requires_grad_(true);
+      sum(mul((*f)(in), (*f)(in).detach())).backward();
+      return in[0].grad();
+    };
+    INFO((is_first ? "h first" : "h second"));
+    CHECK(hkt::testing::relative_diff(x_grad(DType::Float32).to(DType::Float64), x_grad(DType::Float64)) <= 1e-5);
+  }
 }
 
 TEST_CASE("matmul and linear reject bad input with the op and shapes named") {

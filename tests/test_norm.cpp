@@ -65,6 +65,20 @@ TEST_CASE("layer_norm: gradients of input, weight and bias") {
       {x, weight, bias});
 }
 
+TEST_CASE("layer_norm's backward adds dX into the gradient a residual branch gave its input") {
+  // A pre-norm block, h + f(LN(h)): the residual's gradient is summed first and, once the branch
+  // has used its copy, handed to LN's backward to add into (autograd's take_gradient_sum).
+  const Tensor x = random_tensor({3, 4, 6}, 20), w = random_tensor({6}, 21), b = random_tensor({6}, 22);
+  const Tensor proj = random_tensor({6, 6}, 23);
+  gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        Tensor h = mul(in[0], 1.5);
+        Tensor block = add(h, linear(layer_norm(h, in[1], in[2]), proj));
+        return add(block, layer_norm(block, in[1], in[2]));
+      },
+      {x, w, b});
+}
+
 TEST_CASE("layer_norm with D = 1: output is the bias, gradients finite (eps keeps rstd finite)") {
   Tensor x = random_tensor({4, 1}, 41), weight = random_tensor({1}, 42), bias = random_tensor({1}, 43);
   x.requires_grad_(true);

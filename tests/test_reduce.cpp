@@ -113,6 +113,31 @@ TEST_CASE("sum_to inverts broadcasting") {
   REQUIRE_THROWS_WITH(sum_to(g, {5}), "sum_to: shapes [5] and [2, 3, 4] cannot be broadcast together");
 }
 
+TEST_CASE("sum_to over runs of adjacent stretched axes matches a plain loop") {
+  // [2, 3, 4, 5] to every target its broadcasts allow that mixes kept and stretched axes.
+  const Tensor g = hkt::testing::random_tensor({2, 3, 4, 5}, 30);
+  const std::vector<double> v = g.to_vector<double>();
+  for (const Shape& target : {Shape{5}, Shape{1, 1, 5}, Shape{3, 1, 5}, Shape{3, 4, 1}, Shape{1, 4, 1}, Shape{2, 1, 1, 5},
+                              Shape{2, 3, 1, 1}, Shape{1}}) {
+    INFO(shape_str(target));
+    Shape full(4 - target.size(), 1);
+    full.insert(full.end(), target.begin(), target.end());  // target with its leading dims as 1
+    std::vector<double> expected(static_cast<size_t>(shape_numel(target)), 0.0);
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 3; ++j)
+        for (int64_t k = 0; k < 4; ++k)
+          for (int64_t l = 0; l < 5; ++l) {
+            const int64_t at[4] = {i, j, k, l};
+            int64_t flat = 0;
+            for (int axis = 0; axis < 4; ++axis) flat = flat * full[axis] + (full[axis] == 1 ? 0 : at[axis]);
+            expected[static_cast<size_t>(flat)] += v[static_cast<size_t>(((i * 3 + j) * 4 + k) * 5 + l)];
+          }
+    const Tensor reduced = sum_to(g, target);
+    CHECK(reduced.shape() == target);
+    CHECK(hkt::testing::max_abs_diff(reduced, expected) <= 1e-12);
+  }
+}
+
 TEST_CASE("reductions reject bad input") {
   Tensor x = Tensor::zeros({4, 3});
   REQUIRE_THROWS_WITH(sum(x, 2), "sum: axis 2 out of range for shape [4, 3]");
