@@ -24,14 +24,32 @@ __global__ void bias_rows_kernel(const float* bias, float* c, int64_t n, int64_t
   HKT_CUDA_LOOP(i, total) c[i] = bias[i % n];
 }
 
-void gemm_cuda(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmDims& d) {
+// row_sums[r] = Σ_i Σ_k op(a[i])[r, k]: one thread per row r; with a transposed
+// (linear's Gᵀ, the case that asks) neighbouring threads read neighbouring values.
+__global__ void row_sums_kernel(const float* a, float* row_sums, int64_t batch, int64_t m, int64_t k,
+                                int64_t stride_a, bool trans_a) {
+  HKT_CUDA_LOOP(r, m) {
+    float total = 0.0f;
+    for (int64_t i = 0; i < batch; ++i)
+      for (int64_t j = 0; j < k; ++j) total += a[i * stride_a + (trans_a ? j * m + r : r * k + j)];
+    row_sums[r] = total;
+  }
+}
+
+void gemm_cuda(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmDims& d, Tensor& row_sums) {
   const char* op = "gemm";
   require_float32(op, a);
   require_float32(op, b);
   require_float32(op, bias);
   require_float32(op, c);
-  if (c.numel() == 0) return;
   cudaStream_t s = stream_of(c);
+  if (row_sums.defined() && d.m > 0) {
+    require_float32(op, row_sums);
+    row_sums_kernel<<<blocks_for(d.m), kThreads, 0, s>>>(ptr(a), ptr(row_sums), d.batch, d.m, d.k, d.stride_a,
+                                                         d.trans_a);
+    check_launch(op);
+  }
+  if (c.numel() == 0) return;
   if (bias.defined()) {
     const int64_t total = c.numel();
     bias_rows_kernel<<<blocks_for(total), kThreads, 0, s>>>(ptr(bias), ptr(c), d.n, total);

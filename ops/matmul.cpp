@@ -104,23 +104,42 @@ bool split_depth(int64_t m, int64_t k) { return m < 384 && k >= 2 * kDepthChunk;
   prefetch_to_l2(b + k0 * n, count * n);
 }
 
+// sums[r] += Σ_{k < count} op(A)[r, k] for the m rows of op(A), element (r, k) at a[r · a_row + k · a_col].
+template <class T>
+void add_row_sums(int64_t m, int64_t count, const T* a, int64_t a_row, int64_t a_col, T* sums) {
+  if (a_row == 1) {  // Aᵀ stored: each k is a contiguous row of m values
+    for (int64_t k = 0; k < count; ++k)
+      for (int64_t r = 0; r < m; ++r) sums[r] += a[k * a_col + r];
+  } else {
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t k = 0; k < count; ++k) sums[r] += a[r * a_row + k * a_col];
+  }
+}
+
+// With row_sums (not null), also row_sums[r] = Σ_k op(A)[r, k]: each chunk
+// sums its blocks of A while they are in L1 for the product (a 64 × 64 block
+// adds 1/64 to its FMAs) into a partial of its own, added in chunk order.
 void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_row, int64_t a_col, const float* b,
-                      const float* bias, float* c, bool accumulate, const attention_cpu::Path& path) {
+                      const float* bias, float* c, bool accumulate, const attention_cpu::Path& path,
+                      float* row_sums) {
   const int64_t chunks = (k + kDepthChunk - 1) / kDepthChunk;
   // A tensor's storage comes from the caching allocator: a std::vector of
   // this size (128 KiB and up) is mmap'd, zeroed and page-faulted in again on
   // every call. Each chunk's first block overwrites its partial (beta = 0).
   const Tensor partials = Tensor::empty({chunks, m, n});
   float* partial = partials.data<float>();
+  const Tensor sum_partials = row_sums ? Tensor::zeros({chunks, m}) : Tensor();
+  float* sum_partial = row_sums ? sum_partials.data<float>() : nullptr;
 #pragma omp parallel for schedule(static)
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     const int64_t end = std::min(k, (chunk + 1) * kDepthChunk);
     for (int64_t k0 = chunk * kDepthChunk; k0 < end; k0 += kDepthBlock) {
       // Two blocks ahead: one block's compute is shorter than a DRAM round trip.
-      const int64_t ahead = k0 + 2 * kDepthBlock;
+      const int64_t ahead = k0 + 2 * kDepthBlock, count = std::min(kDepthBlock, end - k0);
       if (ahead < end) prefetch_depth_block(m, n, ahead, std::min(kDepthBlock, end - ahead), a, a_row, a_col, b);
-      path.gemm(m, n, std::min(kDepthBlock, end - k0), a + k0 * a_col, a_row, a_col, b + k0 * n, n,
-                partial + chunk * m * n, n, 1.0f, k0 != chunk * kDepthChunk, nullptr);
+      path.gemm(m, n, count, a + k0 * a_col, a_row, a_col, b + k0 * n, n, partial + chunk * m * n, n, 1.0f,
+                k0 != chunk * kDepthChunk, nullptr);
+      if (sum_partial) add_row_sums(m, count, a + k0 * a_col, a_row, a_col, sum_partial + chunk * m);
     }
   }
   for (int64_t row = 0; row < m; ++row)
@@ -129,6 +148,12 @@ void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
       for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial[(chunk * m + row) * n + col];
       c[row * n + col] = total;
     }
+  if (!row_sums) return;
+  for (int64_t row = 0; row < m; ++row) {
+    float total = 0.0f;
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) total += sum_partial[chunk * m + row];
+    row_sums[row] = total;
+  }
 }
 
 // rows × n values of c, each row set to bias (or to 0 without one): where a
@@ -141,8 +166,9 @@ void fill_rows(T* c, int64_t rows, int64_t n, const T* bias) {
   }
 }
 
+// Fills row_sums (when not null) only where one product takes gemm_split_depth (fused_row_sums).
 void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, const GemmDims& d,
-              const attention_cpu::Path& path) {
+              const attention_cpu::Path& path, float* row_sums) {
   // (A weight's gradient, Σ_i a[i]ᵀ b[i], arrives as one product with the
   // batch folded into the depth: gemm_compute merges it.)
   const int64_t m = d.m, n = d.n, k = d.k;
@@ -162,7 +188,7 @@ void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, co
     float* c = pc + i * d.stride_c;
     const bool summing = d.accumulate || (d.stride_c == 0 && i > 0);  // add to what c holds
     if (split_depth(m, k)) {
-      gemm_split_depth(m, n, k, a, a_row, a_col, rows_b, bias, c, summing, path);
+      gemm_split_depth(m, n, k, a, a_row, a_col, rows_b, bias, c, summing, path, d.batch == 1 ? row_sums : nullptr);
       continue;
     }
 #pragma omp parallel for schedule(static) if (m * n * k > 8 * HKT_OMP_MIN_WORK && blocks > 1)
@@ -179,25 +205,37 @@ void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, co
 
 }  // namespace
 
+// row_sums[r] = Σ_i Σ_k op(a[i])[r, k] in plain loops: where the product did not sum them as it ran.
+template <class T>
+void plain_row_sums(const T* a, const GemmDims& d, T* row_sums) {
+  std::fill(row_sums, row_sums + d.m, T(0));
+  for (int64_t i = 0; i < d.batch; ++i)
+    add_row_sums(d.m, d.k, a + i * d.stride_a, d.trans_a ? 1 : d.k, d.trans_a ? d.m : 1, row_sums);
+}
+
 // Batch items run one after another: each BLAS call is already multithreaded,
 // and summing into a shared c (beta = 1 after the first item) stays in a fixed order.
-void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmDims& d) {
+void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmDims& d, Tensor& row_sums) {
   visit_floating("gemm", c.dtype(), [&](auto tag) {
     using T = decltype(tag);
     T* pc = static_cast<T*>(c.raw_data());
+    const T* pa = static_cast<const T*>(a.raw_data());
     const T* pbias = bias.defined() ? static_cast<const T*>(bias.raw_data()) : nullptr;
-    if (c.numel() == 0) return;
-    if (d.k == 0 || d.batch == 0) {  // an empty sum; BLAS may leave c untouched
-      if (!d.accumulate) fill_rows(pc, c.numel() / d.n, d.n, pbias);
+    T* psums = row_sums.defined() ? static_cast<T*>(row_sums.raw_data()) : nullptr;
+    if (c.numel() == 0 || d.k == 0 || d.batch == 0) {
+      if (psums) plain_row_sums(pa, d, psums);
+      if (c.numel() > 0 && !d.accumulate) fill_rows(pc, c.numel() / d.n, d.n, pbias);  // an empty sum; BLAS may leave c untouched
       return;
     }
     if constexpr (std::is_same_v<T, float>) {
       const attention_cpu::Path& path = attention_cpu::widest_path();
-      if (path.width > 1 && d.n % path.width == 0 && own_gemm_enabled())
-        return own_gemm(static_cast<const float*>(a.raw_data()), static_cast<const float*>(b.raw_data()), pbias, pc,
-                        d, path);
+      if (path.width > 1 && d.n % path.width == 0 && own_gemm_enabled()) {
+        const bool fused_sums = psums && d.batch == 1 && split_depth(d.m, d.k);
+        if (psums && !fused_sums) plain_row_sums(pa, d, psums);
+        return own_gemm(pa, static_cast<const float*>(b.raw_data()), pbias, pc, d, path, fused_sums ? psums : nullptr);
+      }
     }
-    const T* pa = static_cast<const T*>(a.raw_data());
+    if (psums) plain_row_sums(pa, d, psums);
     const T* pb = static_cast<const T*>(b.raw_data());
     const int m = blas_int(d.m), n = blas_int(d.n), k = blas_int(d.k);
     // Row-major storage: a is [M, K] or, transposed, [K, M]; b is [K, N] or [N, K].
@@ -241,7 +279,7 @@ void check_gemm_args(const char* op, const Tensor& a, const Tensor& b, bool ta, 
 // (and bias is undefined). A defined `into` (a gradient summed so far, of the
 // result's shape) gets the product added and is returned.
 Tensor gemm_compute(const Tensor& a, const Tensor& b, bool ta, bool tb, bool sum_batch, const Tensor& bias = Tensor(),
-                    const Tensor& into = Tensor()) {
+                    const Tensor& into = Tensor(), Tensor* row_sums = nullptr) {
   const Shape batch_shape = a.dim() > 2 ? batch_dims(a) : batch_dims(b);
   const int64_t batch = shape_numel(batch_shape);
   const int64_t rows_a = a.size(-2), cols_a = a.size(-1), rows_b = b.size(-2), cols_b = b.size(-1);
@@ -273,7 +311,9 @@ Tensor gemm_compute(const Tensor& a, const Tensor& b, bool ta, bool tb, bool sum
     check(into.shape() == out_shape && !bias.defined(), "gemm: internal: accumulating into ", into.str(), " for ",
           shape_str(out_shape), bias.defined() ? " with a bias" : "");
   Tensor c = d.accumulate ? into : Tensor::empty(out_shape, a.dtype(), a.device());
-  dispatch::kernel<GemmKernel>(kernels::gemm, a.device())(a, b, bias, c, d);
+  Tensor sums = row_sums ? Tensor::empty({d.m}, a.dtype(), a.device()) : Tensor();
+  dispatch::kernel<GemmKernel>(kernels::gemm, a.device())(a, b, bias, c, d, sums);
+  if (row_sums) *row_sums = sums;
   return c;
 }
 
@@ -295,17 +335,20 @@ Tensor gemm_op(const char* op, const Tensor& a, const Tensor& b, bool ta, bool t
            const bool a_shared = a.dim() == 2 && b.dim() > 2, b_shared = b.dim() == 2 && a.dim() > 2;
            // Each product adds into the gradient its input already has from other consumers, where
            // autograd can hand it over: one pass over memory instead of a product and an add.
-           Tensor ga, gb;
+           Tensor ga, gb, bias_grad;
            if (ra) {
              const Tensor sum = take_gradient_sum(0);
              ga = ta ? gemm_compute(b, g, tb, true, a_shared, {}, sum) : gemm_compute(g, b, false, !tb, a_shared, {}, sum);
            }
            if (rb) {
              const Tensor sum = take_gradient_sum(1);
-             gb = tb ? gemm_compute(g, a, true, ta, b_shared, {}, sum) : gemm_compute(a, g, !ta, false, b_shared, {}, sum);
+             // linear's dW = Gᵀ·x: the rows of Gᵀ summed are the bias's gradient, taken as the product reads G.
+             gb = tb ? gemm_compute(g, a, true, ta, b_shared, {}, sum, rbias ? &bias_grad : nullptr)
+                     : gemm_compute(a, g, !ta, false, b_shared, {}, sum);
            }
            std::vector<Tensor> grads = {ga, gb};
-           if (has_bias) grads.push_back(rbias ? sum_to(g, bias_shape) : Tensor());
+           if (has_bias) grads.push_back(!rbias ? Tensor() : bias_grad.defined() ? reshape(bias_grad, bias_shape)
+                                                                                 : sum_to(g, bias_shape));
            return grads;
          });
   return out;

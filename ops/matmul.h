@@ -43,6 +43,10 @@ inline constexpr const char* gemm = "gemm";
 // dims.accumulate, c's values are kept and the products added to them. bias,
 // when defined, is [N]: linear's bias, added where c is written (the CPU
 // kernel adds it to each block of rows while the block is in cache).
-using GemmKernel = void(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmDims& dims);
+// row_sums, when defined, is [M] and gets Σ_i Σ_k op(a[i])[m, k]: linear's
+// bias gradient where its weight gradient Gᵀ·X is the product (the CPU
+// kernel sums G's rows as the product streams them, one read of G for both).
+using GemmKernel = void(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, const GemmDims& dims,
+                        Tensor& row_sums);
 
 }  // namespace hkt

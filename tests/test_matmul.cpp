@@ -129,6 +129,30 @@ TEST_CASE("float32 GEMMs with a long depth (weight gradients) match the referenc
   CHECK(max_abs_diff(w.grad(), expected) < 2e-3);
 }
 
+TEST_CASE("linear's bias gradient, summed as the weight gradient's product reads G, matches the plain sum") {
+  // 4500 rows (K ≥ 4096) take the split-depth product, which sums G's rows on the way; 700 rows
+  // and N = 10 (not a multiple of the vector width: BLAS) take the plain sum after the product.
+  const int threads = num_threads();
+  for (const Shape& x_shape : {Shape{3, 1500, 64}, Shape{700, 64}, Shape{2, 350, 10}})
+    for (int t : {1, 2}) {
+      set_num_threads(t);
+      INFO(shape_str(x_shape) << ", " << t << " threads");
+      const int64_t in = x_shape.back(), rows = shape_numel(x_shape) / in;
+      Tensor x = random_tensor(x_shape, 5, DType::Float32);
+      Tensor w = random_tensor({48, in}, 6, DType::Float32).requires_grad_(true);
+      Tensor bias = random_tensor({48}, 7, DType::Float32).requires_grad_(true);
+      Shape out_shape = x_shape;
+      out_shape.back() = 48;
+      const Tensor weights = random_tensor(out_shape, 8, DType::Float32);
+      sum(mul(linear(x, w, bias), weights)).backward();
+      // dbias = Σ_rows weights (the output gradient), in float64.
+      const std::vector<double> expected = sum(reshape(weights.to(DType::Float64), {rows, 48}), 0).to_vector<double>();
+      CHECK(bias.grad().shape() == Shape{48});
+      CHECK(max_abs_diff(bias.grad(), expected) < 1e-3);
+    }
+  set_num_threads(threads);
+}
+
 TEST_CASE("gemm with an empty inner dimension gives zeros") {
   Tensor out = matmul(Tensor::ones({2, 3, 0}), Tensor::ones({2, 0, 4}));
   CHECK(out.shape() == Shape{2, 3, 4});
