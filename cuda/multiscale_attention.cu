@@ -136,6 +136,7 @@ void multiscale_attention_backward_cuda(const std::vector<Tensor>& queries, cons
   const char* op = "multiscale_attention_backward";
   const std::string shapes = describe(dims);
   const Device device = v.device();
+  check(!dims.accumulate_grad_v, op, ": adding dV to a gradient summed so far is the CPU kernel's (", shapes, ")");
   check_common(op, shapes, v, level_weights, lengths, dims);
   for (const Tensor* t :
        std::initializer_list<const Tensor*>{&out, &log_sum_exp, &grad_out, &grad_v, &grad_level_weights})

@@ -154,20 +154,39 @@ void set_detect_anomaly(bool enabled) { anomaly_mode.store(enabled, std::memory_
 bool grad_enabled() { return recording; }
 void set_grad_enabled(bool enabled) { recording = enabled; }
 
+namespace {
+
+// The gradient summed so far for x, taken out of `sums` if nothing else can see it (no other
+// handle, no view of its storage), so that it may be written in place.
+Tensor take_sole_sum(std::unordered_map<Node*, Tensor>& sums, const Tensor& x) {
+  if (!x.defined() || !x.requires_grad() || x.is_leaf()) return Tensor();
+  auto found = sums.find(x.grad_fn().get());
+  if (found == sums.end()) return Tensor();
+  const Tensor& sum = found->second;
+  if (!sum.sole_owner() || sum.shape() != x.shape() || sum.dtype() != x.dtype() || sum.device() != x.device())
+    return Tensor();
+  Tensor taken = std::move(found->second);
+  sums.erase(found);
+  return taken;
+}
+
+}  // namespace
+
 Tensor take_gradient_sum(size_t input) {
   if (running.node == nullptr || input >= running.node->inputs.size()) return Tensor();
   const Tensor& x = running.node->inputs[input];
-  if (!x.defined() || !x.requires_grad() || x.is_leaf()) return Tensor();
-  auto found = running.sums->find(x.grad_fn().get());
-  if (found == running.sums->end()) return Tensor();
-  const Tensor& sum = found->second;
-  // Written in place only when nothing else can see it: no other handle, no view of its storage.
-  if (!sum.sole_owner() || sum.shape() != x.shape() ||
-      sum.dtype() != x.dtype() || sum.device() != x.device())
-    return Tensor();
-  Tensor taken = std::move(found->second);
-  running.sums->erase(found);
-  return taken;
+  Tensor sum = take_sole_sum(*running.sums, x);
+  if (sum.defined() || !x.defined() || !x.requires_grad() || x.is_leaf()) return sum;
+  // x a reshape of y (a model's view_heads): y's sum, seen in x's shape. What the backward returns
+  // for x reaches y through the reshape's backward, which runs later (it made x), so the sum
+  // taken from y comes back to y exactly once, whatever else x's other consumers add.
+  const Node& producer = *x.grad_fn();
+  if (producer.op != "reshape" || producer.inputs.size() != 1) return Tensor();
+  sum = take_sole_sum(*running.sums, producer.inputs[0]);
+  if (!sum.defined()) return Tensor();
+  Tensor view = sum.detach();  // the only handle once `sum` goes
+  view.impl()->shape = x.shape();
+  return view;
 }
 
 bool needs_grad(const std::vector<Tensor>& inputs) {

@@ -83,8 +83,10 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
 // is no such sum, when the input is a leaf (its .grad belongs to the user),
 // or when anything else still holds the sum or shares its storage (an op
 // whose backward hands one tensor to two inputs): then the backward returns a
-// fresh gradient as usual. Once taken, the sum is the backward's to return;
-// it must return it (with its own term added) for that input.
+// fresh gradient as usual. Where the input is a reshape of another tensor
+// (view_heads), that tensor's sum is handed over, seen in the input's shape.
+// Once taken, the sum is the backward's to return; it must return it (with
+// its own term added) for that input.
 Tensor take_gradient_sum(size_t input);
 
 }  // namespace hkt

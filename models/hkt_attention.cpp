@@ -5,6 +5,7 @@
 
 #include "ops/attention_reference.h"
 #include "ops/elementwise.h"
+#include "ops/hybrid_mix.h"
 #include "ops/lerp.h"
 #include "ops/multiscale_attention.h"
 #include "ops/shape.h"
@@ -91,9 +92,10 @@ Tensor HKTAttention::forward(const Tensor& x, const SequenceMask& mask) const {
                                                      config_.stride, mask.causal, HeadLayout::BTHD))
                  : merge_heads(multiscale_attention_reference(queries, keys, to_heads(values), level_logits,
                                                               mask.lengths_tensor, config_.stride, mask.causal));
-  Tensor convolved = conv->forward(values);
   Tensor gates = channel_gates(gate_logit, config_.head_dim());
-  Tensor mixed = lerp(convolved, attended, gates);  // β ⊙ attended + (1 − β) ⊙ convolved
+  // β ⊙ attended + (1 − β) ⊙ conv(values): one op with the fused attention (ops/hybrid_mix.h), composed otherwise.
+  Tensor mixed = mask.fused ? hybrid_mix(attended, values, conv->weight, conv->bias, gates)
+                            : lerp(conv->forward(values), attended, gates);
   return o->forward(mixed);
 }
 

@@ -55,6 +55,7 @@ struct BackwardArgs {
   const T* grad_out = nullptr;
   std::vector<T*> grad_queries, grad_keys;  // per level, every element written
   T* grad_values = nullptr;
+  bool accumulate_values = false;   // grad_values holds a gradient summed so far: dV is added to it
   T* grad_level_weights = nullptr;  // dL/dλ [H, L]; MHA: null
 };
 

@@ -843,7 +843,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         // Rows [j0, j1) are stored from the transposed sums below; keys past the valid length get none.
         const int64_t j1 = std::clamp(w.valid, j0, j_end);
         zero_rows<S>(targets.keys[0], j1, j_end, dh, rs);
-        zero_rows<S>(targets.values, j1, j_end, dh, rs);
+        if (!args.accumulate_values) zero_rows<S>(targets.values, j1, j_end, dh, rs);
         if (j1 == j0) continue;
         load_keys<S>(p, w.k.data, w.np, j0, j1, w.keys);
         pack_transposed<S>(w.v + j0 * rs, j1 - j0, dh, rs, w.np, w.values_t.data);
@@ -851,7 +851,10 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         std::fill(w.grad_keys_t.data, w.grad_keys_t.data + levels * dh * w.np, T(0));
         for (int64_t i0 = p.causal ? j0 : 0; i0 < p.length; i0 += p.tile)  // causally, rows i < j0 see no key here
           backward_tile(w, args, targets, head_index, i0, j0, j1);
-        unpack_transposed<S>(w.grad_values_t.data, j1 - j0, dh, w.np, rs, targets.values + j0 * rs);
+        if (args.accumulate_values)
+          unpack_transposed<S, true>(w.grad_values_t.data, j1 - j0, dh, w.np, rs, targets.values + j0 * rs);
+        else
+          unpack_transposed<S>(w.grad_values_t.data, j1 - j0, dh, w.np, rs, targets.values + j0 * rs);
         unpack_transposed<S>(w.grad_keys_t.data, j1 - j0, dh, w.np, rs, targets.keys[0] + j0 * rs);
         for (int64_t l = 1; multiscale && l < levels; ++l) {  // coarse columns may be shared with the next key tile: +=
           const KeyGeometry& t = w.keys.geometry[l];

@@ -7,6 +7,7 @@
 
 #include "engine/dispatch.h"
 #include "ops/common.h"
+#include "ops/conv1d_taps.h"
 
 namespace hkt {
 
@@ -16,15 +17,6 @@ namespace {
 
 // The first input position of output m's window: m·s + s − k (SPEC section 2).
 inline int64_t window_start(int64_t m, int64_t stride, int64_t k) { return m * stride + stride - k; }
-
-// weight [C, k] as [k, C], so that the channel loops read it contiguously.
-template <class T>
-std::vector<T> weight_by_tap(const T* weight, int64_t channels, int64_t k) {
-  std::vector<T> taps(static_cast<size_t>(k * channels));
-  for (int64_t c = 0; c < channels; ++c)
-    for (int64_t r = 0; r < k; ++r) taps[r * channels + c] = weight[c * k + r];
-  return taps;
-}
 
 }  // namespace
 

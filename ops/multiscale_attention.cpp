@@ -99,13 +99,16 @@ void multiscale_attention_backward_cpu(const std::vector<Tensor>& queries, const
                                        const MultiscaleAttentionDims& dims, std::vector<Tensor>& grad_queries,
                                        std::vector<Tensor>& grad_keys, Tensor& grad_v, Tensor& grad_level_weights) {
   const attention_cpu::Problem p = cpu_problem(dims, queries, lengths);
-  if (v.dtype() == DType::Float64)
-    return attention_cpu::backward_plain(p, backward_args<double>(queries, keys, v, level_weights, out, log_sum_exp,
-                                                                  grad_out, grad_queries, grad_keys, grad_v,
-                                                                  grad_level_weights));
-  attention_cpu::select_path(dims.head_dim)
-      .backward(p, backward_args<float>(queries, keys, v, level_weights, out, log_sum_exp, grad_out, grad_queries,
-                                        grad_keys, grad_v, grad_level_weights));
+  if (v.dtype() == DType::Float64) {
+    auto args = backward_args<double>(queries, keys, v, level_weights, out, log_sum_exp, grad_out, grad_queries,
+                                      grad_keys, grad_v, grad_level_weights);
+    args.accumulate_values = dims.accumulate_grad_v;
+    return attention_cpu::backward_plain(p, args);
+  }
+  auto args = backward_args<float>(queries, keys, v, level_weights, out, log_sum_exp, grad_out, grad_queries,
+                                   grad_keys, grad_v, grad_level_weights);
+  args.accumulate_values = dims.accumulate_grad_v;
+  attention_cpu::select_path(dims.head_dim).backward(p, args);
 }
 
 }  // namespace
@@ -190,10 +193,15 @@ Tensor multiscale_attention(const std::vector<Tensor>& q_levels, const std::vect
              grad_queries.push_back(Tensor::empty(queries[l].shape(), values.dtype(), values.device()));
              grad_keys.push_back(Tensor::empty(keys[l].shape(), values.dtype(), values.device()));
            }
-           Tensor grad_v = Tensor::empty(values.shape(), values.dtype(), values.device());
+           // On the CPU dV adds into the gradient the values already have (HKT's hybrid head reads
+           // them too), where autograd hands it over.
+           const Tensor sum = values.device().type == DeviceType::CPU ? take_gradient_sum(2 * levels) : Tensor();
+           MultiscaleAttentionDims call = dims;
+           call.accumulate_grad_v = sum.defined();
+           Tensor grad_v = sum.defined() ? sum : Tensor::empty(values.shape(), values.dtype(), values.device());
            Tensor grad_level_weights = Tensor::empty(level_weights.shape(), values.dtype(), values.device());
            dispatch::kernel<MultiscaleAttentionBackwardKernel>("multiscale_attention_backward", values.device())(
-               queries, keys, values, level_weights, valid, out, log_sum_exp, grad_out, dims, grad_queries, grad_keys,
+               queries, keys, values, level_weights, valid, out, log_sum_exp, grad_out, call, grad_queries, grad_keys,
                grad_v, grad_level_weights);
            std::vector<Tensor> grads(grad_queries);
            grads.insert(grads.end(), grad_keys.begin(), grad_keys.end());

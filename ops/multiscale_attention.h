@@ -27,6 +27,9 @@ Tensor multiscale_attention(const std::vector<Tensor>& q_levels, const std::vect
 // level l has T_l = level_length(length, l, stride) rows and block s^l.
 struct MultiscaleAttentionDims : AttentionDims {
   int64_t levels = 1, stride = 2;
+  // Backward, CPU kernel only: grad_v holds a gradient summed so far (autograd's
+  // take_gradient_sum) and dV is added to it. The op sets it only on the CPU.
+  bool accumulate_grad_v = false;
 };
 
 // The kernels' signatures, shared by ops/multiscale_attention.cpp (CPU) and

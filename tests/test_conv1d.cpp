@@ -165,3 +165,101 @@ TEST_CASE("depthwise_conv1d rejects bad input with the op and shapes named") {
                       "depthwise_conv1d: dtypes differ: float32[2, 5, 4] on cpu, float64[4, 3] on cpu");
   REQUIRE_THROWS_WITH(depthwise_conv1d(x, Tensor(), Tensor(), 1), "depthwise_conv1d: weight is an undefined tensor");
 }
+
+// ---- hybrid_mix: the hybrid head's β ⊙ A + (1 − β) ⊙ conv(V) as one op -------------------------
+
+namespace {
+
+// The composition hybrid_mix replaces (ops/hybrid_mix.h).
+Tensor composed_mix(const std::vector<Tensor>& in) {
+  return lerp(depthwise_conv1d(in[1], in[2], in[3], 1), in[0], in[4]);
+}
+
+std::vector<Tensor> mix_inputs(const ConvCase& c, DType dtype) {
+  return {random_tensor({c.B, c.T, c.C}, 30, dtype), random_tensor({c.B, c.T, c.C}, 31, dtype),
+          random_tensor({c.C, c.k}, 32, dtype), random_tensor({c.C}, 33, dtype),
+          sigmoid(random_tensor({c.C}, 34, dtype))};
+}
+
+}  // namespace
+
+TEST_CASE("hybrid_mix equals lerp(depthwise_conv1d(V, W, b, 1), A, β) and passes gradcheck") {
+  for (const ConvCase& c : kCases) {
+    INFO("B " << c.B << " T " << c.T << " C " << c.C << " k " << c.k);
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+      const std::vector<Tensor> in = mix_inputs(c, dtype);
+      const double tolerance = dtype == DType::Float32 ? 1e-6 : 1e-14;
+      CHECK(max_abs_diff(hybrid_mix(in[0], in[1], in[2], in[3], in[4]), composed_mix(in).to_vector<double>()) <=
+            tolerance);
+      CHECK(max_abs_diff(hybrid_mix(in[0], in[1], in[2], Tensor(), in[4]),
+                         lerp(depthwise_conv1d(in[1], in[2], Tensor(), 1), in[0], in[4]).to_vector<double>()) <=
+            tolerance);
+    }
+    const std::vector<Tensor> in = mix_inputs(c, DType::Float64);
+    gradcheck([](const std::vector<Tensor>& x) { return hybrid_mix(x[0], x[1], x[2], x[3], x[4]); }, in);
+    gradcheck([](const std::vector<Tensor>& x) { return hybrid_mix(x[0], x[1], x[2], Tensor(), x[3]); },
+              {in[0], in[1], in[2], in[4]});
+  }
+}
+
+TEST_CASE("hybrid_mix's gradients equal the composition's, V's added to what V already has, for any thread count") {
+  // V also feeds another op (the attention, in HKT): both orders of the backward, 1 and 2 threads.
+  const ConvCase c{3, 200, 64, 5, 1};
+  const std::vector<Tensor> in = mix_inputs(c, DType::Float32);
+  const Tensor weights = random_tensor({c.B, c.T, c.C}, 35, DType::Float32);
+  const int threads = num_threads();
+  for (bool fused : {true, false})
+    for (bool mix_first : {true, false}) {
+      auto grads = [&](int t) {
+        set_num_threads(t);
+        std::vector<Tensor> leaves;
+        for (const Tensor& x : in) leaves.push_back(x.detach().clone().requires_grad_(true));
+        Tensor v = mul(leaves[1], 1.5);  // not a leaf: autograd sums its two gradients
+        Tensor mixed = fused ? hybrid_mix(leaves[0], v, leaves[2], leaves[3], leaves[4])
+                             : composed_mix({leaves[0], v, leaves[2], leaves[3], leaves[4]});
+        Tensor other = mul(v, v);
+        Tensor loss = mix_first ? add(sum(mul(mixed, weights)), sum(other)) : add(sum(other), sum(mul(mixed, weights)));
+        loss.backward();
+        std::vector<Tensor> out;
+        for (const Tensor& leaf : leaves) out.push_back(leaf.grad());
+        return out;
+      };
+      const auto one = grads(1), two = grads(2);
+      set_num_threads(threads);
+      for (size_t i = 0; i < one.size(); ++i) {
+        INFO("fused " << fused << ", mix first " << mix_first << ", input " << i);
+        CHECK(one[i].to_vector<double>() == two[i].to_vector<double>());
+      }
+      if (!fused) continue;
+      // Against the composition in float64.
+      std::vector<Tensor> exact;
+      {
+        std::vector<Tensor> leaves;
+        for (const Tensor& x : in) leaves.push_back(x.to(DType::Float64).detach().requires_grad_(true));
+        Tensor v = mul(leaves[1], 1.5);
+        Tensor loss = add(sum(mul(composed_mix({leaves[0], v, leaves[2], leaves[3], leaves[4]}),
+                                  weights.to(DType::Float64))),
+                          sum(mul(v, v)));
+        loss.backward();
+        for (const Tensor& leaf : leaves) exact.push_back(leaf.grad());
+      }
+      for (size_t i = 0; i < one.size(); ++i) {
+        INFO("input " << i);
+        CHECK(hkt::testing::relative_diff(one[i].to(DType::Float64), exact[i]) <= 1e-5);
+      }
+    }
+}
+
+TEST_CASE("hybrid_mix rejects bad input with the op and shapes named") {
+  const Tensor a = Tensor::zeros({2, 5, 4}), v = Tensor::zeros({2, 5, 4}), w = Tensor::zeros({4, 3});
+  const Tensor b = Tensor::zeros({4}), gates = Tensor::zeros({4});
+  CHECK_THROWS_WITH(hybrid_mix(Tensor::zeros({2, 4, 4}), v, w, b, gates),
+                    "hybrid_mix: attended [2, 4, 4] and values [2, 5, 4] differ (they must have one shape)");
+  CHECK_THROWS_WITH(hybrid_mix(a, v, Tensor::zeros({3, 3}), b, gates),
+                    "hybrid_mix: values [2, 5, 4] but weight [3, 3] (expected [C, k], k > 0)");
+  CHECK_THROWS_WITH(hybrid_mix(a, v, w, b, Tensor::zeros({2, 4})),
+                    "hybrid_mix: values [2, 5, 4] but gates [2, 4] (expected one per channel, [C])");
+  CHECK_THROWS_WITH(hybrid_mix(a, v, w, Tensor::zeros({5}), gates), "hybrid_mix: values [2, 5, 4] but bias [5]");
+  CHECK_THROWS_WITH(hybrid_mix(Tensor::zeros({5, 4}), Tensor::zeros({5, 4}), w, b, gates),
+                    "hybrid_mix: values [5, 4] is not 3-D [B, T, C]");
+}

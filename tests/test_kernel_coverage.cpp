@@ -23,7 +23,11 @@ using namespace hkt;
 namespace {
 
 // Kernels with no twin on the other backend.
-const std::set<std::string> kCpuOnly = {};
+const std::set<std::string> kCpuOnly = {
+    // on CUDA the op is its composition, depthwise_conv1d then lerp (their kernels; ops/hybrid_mix.h)
+    "hybrid_mix",
+    "hybrid_mix_backward",
+};
 const std::set<std::string> kCudaOnly = {
     "adamw_step_multi",  // every parameter in one launch; AdamW falls back to adamw_step per parameter elsewhere
 };
@@ -82,6 +86,8 @@ const std::vector<GradientCheck> kGradientChecks = {
     {"masked_fill", "test_mask.cpp", "masked_fill("},
     {"depthwise_conv1d", "test_conv1d.cpp", "depthwise_conv1d("},
     {"depthwise_conv1d_backward", "test_conv1d.cpp", "depthwise_conv1d("},
+    {"hybrid_mix", "test_conv1d.cpp", "hybrid_mix("},
+    {"hybrid_mix_backward", "test_conv1d.cpp", "hybrid_mix("},
     {"attention", "test_attention.cpp", "attention("},
     {"attention_backward", "test_attention.cpp", "attention("},
     {"multiscale_attention", "test_multiscale_attention.cpp", "multiscale_attention("},

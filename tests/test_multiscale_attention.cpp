@@ -133,6 +133,45 @@ TEST_CASE("multiscale_attention passes a float64 finite-difference gradient chec
     }
 }
 
+TEST_CASE("multiscale_attention adds dV into the gradient V already has, through the model's head view") {
+  // As in HKT: V [B, T, H·dh] is viewed as [B, T, H, dh] for the op and read by another op too
+  // (the hybrid head). Whichever backward runs first, V's gradient must be the op's dV plus the
+  // other's; padded keys (no dV) keep the other's alone. float32 runs a vector path, float64 plain.
+  const int64_t B = 2, T = 150, H = 2, stride = 2, levels = 3;
+  const Tensor lengths = lengths_tensor({150, 139});
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (bool causal : {false, true}) {
+      const int64_t dh = dtype == DType::Float32 ? 16 : 4;
+      std::vector<Tensor> queries, keys;
+      uint64_t seed = 300;
+      for (int64_t l = 0; l < levels; ++l) {
+        queries.push_back(random_tensor({B, level_length(T, l, stride), H, dh}, ++seed, dtype));
+        keys.push_back(random_tensor({B, level_length(T, l, stride), H, dh}, ++seed, dtype));
+      }
+      const Tensor logits = random_tensor({H, levels}, ++seed, dtype);
+      const Tensor v_flat = random_tensor({B, T, H * dh}, ++seed, dtype);
+      const Tensor weights = random_tensor({B, T, H, dh}, ++seed, dtype);
+      auto attend = [&](const Tensor& v4) {
+        return multiscale_attention(queries, keys, v4, logits, lengths, stride, causal, HeadLayout::BTHD);
+      };
+      // The op's dV alone.
+      Tensor v4 = reshape(v_flat, {B, T, H, dh}).detach().requires_grad_(true);
+      sum(mul(attend(v4), weights)).backward();
+      const std::vector<double> dv = v4.grad().to_vector<double>(), values = v_flat.to_vector<double>();
+      std::vector<double> expected(dv.size());
+      for (size_t i = 0; i < dv.size(); ++i) expected[i] = 1.5 * (dv[i] + 2.0 * 1.5 * values[i]);
+      for (bool attention_first : {true, false}) {
+        INFO(dtype_name(dtype) << (causal ? " causal" : " bidirectional") << ", attention first " << attention_first);
+        Tensor leaf = v_flat.detach().clone().requires_grad_(true);
+        Tensor v = mul(leaf, 1.5);  // not a leaf: autograd sums its gradients
+        Tensor attended = sum(mul(attend(reshape(v, {B, T, H, dh})), weights)), other = sum(mul(v, v));
+        (attention_first ? add(attended, other) : add(other, attended)).backward();
+        const double tolerance = dtype == DType::Float32 ? 1e-4 : 1e-12;
+        CHECK(hkt::testing::max_abs_diff(leaf.grad(), expected) <= tolerance);
+      }
+    }
+}
+
 TEST_CASE("causal multiscale_attention: output i has exactly zero gradient from every later input") {
   // Coarse row m of level l summarises fine positions ≤ (m + 1)·s^l − 1 (SPEC
   // section 2), so output i may depend on it only where m ≤ q_l(i) = (i + 1)/s^l − 1.

@@ -1,0 +1,183 @@
+// The hybrid head's mix (ops/hybrid_mix.h): forward, backward and CPU kernels.
+#include "ops/hybrid_mix.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "engine/dispatch.h"
+#include "ops/common.h"
+#include "ops/conv1d.h"
+#include "ops/conv1d_taps.h"
+#include "ops/lerp.h"
+
+namespace hkt {
+
+// ---- CPU kernels ----------------------------------------------------------
+
+namespace {
+
+// conv[c] = bias[c] + Σ_r W[c, r] · x[t − k + 1 + r, c] over the taps inside the
+// sequence, r ascending (as depthwise_conv1d's kernel sums them).
+template <class T>
+void causal_conv_row(const T* xs, int64_t t, int64_t C, int64_t k, const T* taps, const T* bias, T* conv) {
+  for (int64_t c = 0; c < C; ++c) conv[c] = bias ? bias[c] : T(0);
+  for (int64_t r = std::max<int64_t>(0, k - 1 - t); r < k; ++r) {
+    const T* x_row = xs + (t - k + 1 + r) * C;
+    const T* w = taps + r * C;
+    for (int64_t c = 0; c < C; ++c) conv[c] += w[c] * x_row[c];
+  }
+}
+
+void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& weight, const Tensor& bias,
+                    const Tensor& gates, Tensor& out) {
+  visit_floating(kernels::hybrid_mix, out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t B = values.size(0), length = values.size(1), C = values.size(2), k = weight.size(1);
+    const T *pa = attended.data<T>(), *pv = values.data<T>(), *beta = gates.data<T>();
+    const T* pb = bias.defined() ? bias.data<T>() : nullptr;
+    T* po = out.data<T>();
+    const std::vector<T> taps = weight_by_tap(weight.data<T>(), C, k);
+#pragma omp parallel for if (B * length * C * k > HKT_OMP_MIN_WORK)
+    for (int64_t row = 0; row < B * length; ++row) {
+      const int64_t b = row / length, t = row % length;
+      T* y = po + row * C;
+      causal_conv_row(pv + b * length * C, t, C, k, taps.data(), pb, y);
+      const T* a = pa + row * C;
+      for (int64_t c = 0; c < C; ++c) y[c] = y[c] + beta[c] * (a[c] - y[c]);  // lerp's formula
+    }
+  });
+}
+
+// A sequence per task. Per row t: the convolution recomputed (c), dA = β ⊙ g,
+// dβ += g ⊙ (A − c), dc = (1 − β) ⊙ g, dbias += dc, and per tap r reading
+// t' = t − k + 1 + r: dV[t'] += W[:, r] ⊙ dc and dW[:, r] += dc ⊙ V[t'].
+// dV rows get terms only from their own sequence, t ascending (row t' first
+// from t = t'); dW, dbias and
+// dβ go to the sequence's [k + 2, C] partial (in L1), added in sequence order:
+// the result does not depend on the thread count.
+void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const Tensor& weight, const Tensor& bias,
+                             const Tensor& gates, const Tensor& grad_out, Tensor& grad_attended, Tensor& grad_values,
+                             Tensor& grad_weight, Tensor& grad_bias, Tensor& grad_gates, bool accumulate) {
+  visit_floating(kernels::hybrid_mix_backward, grad_out.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const int64_t B = values.size(0), length = values.size(1), C = values.size(2), k = weight.size(1);
+    const T *pa = attended.data<T>(), *pv = values.data<T>(), *beta = gates.data<T>(), *pg = grad_out.data<T>();
+    const T* pb = bias.defined() ? bias.data<T>() : nullptr;
+    T* pda = grad_attended.defined() ? grad_attended.data<T>() : nullptr;
+    T* pdv = grad_values.defined() ? grad_values.data<T>() : nullptr;
+    const std::vector<T> taps = weight_by_tap(weight.data<T>(), C, k);
+    const int64_t partial_size = (k + 2) * C;  // per sequence: dW as [k, C], dbias, dβ
+    std::vector<T> partials(static_cast<size_t>(B * partial_size), T(0));
+#pragma omp parallel if (B * length * C * k > HKT_OMP_MIN_WORK)
+    {
+      std::vector<T> conv(static_cast<size_t>(C));  // this thread's row of the convolution, then of its gradient
+#pragma omp for
+      for (int64_t b = 0; b < B; ++b) {
+        const T* vs = pv + b * length * C;
+        T* dvs = pdv ? pdv + b * length * C : nullptr;
+        T* dw_taps = partials.data() + b * partial_size;
+        T* dbias = dw_taps + k * C;
+        T* dbeta = dbias + C;
+        for (int64_t t = 0; t < length; ++t) {
+          const int64_t row = b * length + t;
+          const T *g = pg + row * C, *a = pa + row * C;
+          causal_conv_row(vs, t, C, k, taps.data(), pb, conv.data());
+          if (pda)
+            for (int64_t c = 0; c < C; ++c) pda[row * C + c] = g[c] * beta[c];
+          for (int64_t c = 0; c < C; ++c) {
+            dbeta[c] += g[c] * (a[c] - conv[c]);
+            conv[c] = g[c] * (T(1) - beta[c]);  // now the convolution's output gradient
+            dbias[c] += conv[c];
+          }
+          for (int64_t r = std::max<int64_t>(0, k - 1 - t); r < k; ++r) {
+            const int64_t source = t - k + 1 + r;
+            if (dvs) {
+              T* dv = dvs + source * C;
+              const T* w = taps.data() + r * C;
+              // Row t is first reached here, at its last tap (t ascending): written, not added, unless
+              // accumulating, so dV needs no zeroing pass.
+              if (r == k - 1 && !accumulate)
+                for (int64_t c = 0; c < C; ++c) dv[c] = w[c] * conv[c];
+              else
+                for (int64_t c = 0; c < C; ++c) dv[c] += w[c] * conv[c];
+            }
+            T* dw = dw_taps + r * C;
+            const T* v = vs + source * C;
+            for (int64_t c = 0; c < C; ++c) dw[c] += conv[c] * v[c];
+          }
+        }
+      }
+    }
+    for (int64_t b = 1; b < B; ++b)
+      for (int64_t e = 0; e < partial_size; ++e) partials[e] += partials[b * partial_size + e];
+    if (grad_weight.defined()) {
+      T* pdw = grad_weight.data<T>();
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t r = 0; r < k; ++r) pdw[c * k + r] = partials[r * C + c];
+    }
+    if (grad_bias.defined()) std::copy(partials.begin() + k * C, partials.begin() + (k + 1) * C, grad_bias.data<T>());
+    if (grad_gates.defined())
+      std::copy(partials.begin() + (k + 1) * C, partials.begin() + partial_size, grad_gates.data<T>());
+  });
+}
+
+}  // namespace
+
+HKT_REGISTER_KERNEL(kernels::hybrid_mix, DeviceType::CPU, hybrid_mix_cpu);
+HKT_REGISTER_KERNEL(kernels::hybrid_mix_backward, DeviceType::CPU, hybrid_mix_backward_cpu);
+
+// ---- op -------------------------------------------------------------------
+
+Tensor hybrid_mix(const Tensor& attended, const Tensor& values, const Tensor& weight, const Tensor& bias,
+                  const Tensor& gates) {
+  const char* op = kernels::hybrid_mix;
+  check_defined(op, attended, "attended");
+  check_defined(op, values, "values");
+  check_defined(op, weight, "weight");
+  check_defined(op, gates, "gates");
+  for (const Tensor* t : {&attended, &values, &weight, &gates}) check_floating(op, *t);
+  check(values.dim() == 3, op, ": values ", shape_str(values.shape()), " is not 3-D [B, T, C]");
+  check(attended.shape() == values.shape(), op, ": attended ", shape_str(attended.shape()), " and values ",
+        shape_str(values.shape()), " differ (they must have one shape)");
+  const int64_t C = values.size(2);
+  check(weight.dim() == 2 && weight.size(0) == C && weight.size(1) > 0, op, ": values ", shape_str(values.shape()),
+        " but weight ", shape_str(weight.shape()), " (expected [C, k], k > 0)");
+  check(gates.shape() == Shape{C}, op, ": values ", shape_str(values.shape()), " but gates ",
+        shape_str(gates.shape()), " (expected one per channel, [C])");
+  const bool has_bias = bias.defined();
+  if (has_bias) {
+    check_floating(op, bias);
+    check(bias.shape() == Shape{C}, op, ": values ", shape_str(values.shape()), " but bias ", shape_str(bias.shape()));
+    check_compatible(op, {attended, values, weight, bias, gates});
+  } else {
+    check_compatible(op, {attended, values, weight, gates});
+  }
+  if (values.device().type != DeviceType::CPU) return lerp(depthwise_conv1d(values, weight, bias, 1), attended, gates);
+
+  Tensor out = Tensor::empty(values.shape(), values.dtype(), values.device());
+  dispatch::kernel<HybridMixKernel>(op, values.device())(attended, values, weight, bias, gates, out);
+  // An undefined bias is no input of the graph node (the graph walk reads every input).
+  std::vector<Tensor> inputs = {attended, values, weight, gates};
+  if (has_bias) inputs.push_back(bias);
+  record(op, inputs, out,
+         [a = attended.detach(), v = values.detach(), w = weight.detach(), conv_bias = has_bias ? bias.detach() : Tensor(),
+          beta = gates.detach(), ra = attended.requires_grad(), rv = values.requires_grad(),
+          rw = weight.requires_grad(), rb = has_bias && bias.requires_grad(),
+          rg = gates.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
+           auto wanted = [&](bool flag, const Shape& shape) {
+             return flag ? Tensor::empty(shape, v.dtype(), v.device()) : Tensor();
+           };
+           // dV adds into the gradient the values already have (the attention's dV), where autograd hands it over.
+           const Tensor sum = rv ? take_gradient_sum(1) : Tensor();
+           Tensor ga = wanted(ra, v.shape()), gv = sum.defined() ? sum : wanted(rv, v.shape());
+           Tensor gw = wanted(rw, w.shape()), gb = wanted(rb, {w.size(0)}), gg = wanted(rg, beta.shape());
+           dispatch::kernel<HybridMixBackwardKernel>(kernels::hybrid_mix_backward, v.device())(
+               a, v, w, conv_bias, beta, g, ga, gv, gw, gb, gg, sum.defined());
+           std::vector<Tensor> grads = {ga, gv, gw, gg};
+           if (conv_bias.defined()) grads.push_back(gb);
+           return grads;
+         });
+  return out;
+}
+
+}  // namespace hkt
