@@ -175,8 +175,9 @@ Tensor take_sole_sum(std::unordered_map<Node*, Tensor>& sums, const Tensor& x) {
 Tensor take_gradient_sum(size_t input) {
   if (running.node == nullptr || input >= running.node->inputs.size()) return Tensor();
   const Tensor& x = running.node->inputs[input];
+  if (!x.defined() || !x.requires_grad() || x.is_leaf()) return Tensor();
   Tensor sum = take_sole_sum(*running.sums, x);
-  if (sum.defined() || !x.defined() || !x.requires_grad() || x.is_leaf()) return sum;
+  if (sum.defined()) return sum;
   // x a reshape of y (a model's view_heads): y's sum, seen in x's shape. What the backward returns
   // for x reaches y through the reshape's backward, which runs later (it made x), so the sum
   // taken from y comes back to y exactly once, whatever else x's other consumers add.

@@ -7,7 +7,7 @@
 
 #include "engine/dispatch.h"
 #include "ops/common.h"
-#include "ops/conv1d_taps.h"
+#include "ops/conv1d_rows.h"
 
 namespace hkt {
 
@@ -31,15 +31,7 @@ void depthwise_conv1d_cpu(const Tensor& x, const Tensor& weight, const Tensor& b
 #pragma omp parallel for if (B * T_out * C * k > HKT_OMP_MIN_WORK)
     for (int64_t row = 0; row < B * T_out; ++row) {
       const int64_t b = row / T_out, m = row % T_out;
-      T* y = po + row * C;
-      for (int64_t c = 0; c < C; ++c) y[c] = pb ? pb[c] : T(0);
-      for (int64_t r = 0; r < k; ++r) {
-        const int64_t t = window_start(m, stride, k) + r;
-        if (t < 0 || t >= length) continue;
-        const T* x_row = px + (b * length + t) * C;
-        const T* w = taps.data() + r * C;
-        for (int64_t c = 0; c < C; ++c) y[c] += w[c] * x_row[c];
-      }
+      conv_row(px + b * length * C, length, window_start(m, stride, k), C, k, taps.data(), pb, po + row * C);
     }
   });
 }
@@ -54,9 +46,10 @@ void depthwise_conv1d_cpu(const Tensor& x, const Tensor& weight, const Tensor& b
 // stays in L1; the partials are added in sequence order, so the result does
 // not depend on the thread count. dX is zeroed first unless `accumulate`
 // (then it holds a gradient summed so far: autograd's take_gradient_sum).
-// Two passes, a gather per input row for dX and a sweep for dW, read dY
-// twice and cost an integer division per tap; this took the six
-// convolutions' backward of the HKT step from 7.5 to ... ms (docs/PERFORMANCE.md).
+// It replaced two passes (a gather per input row for dX, a sweep for dW)
+// that read dY twice and cost an integer division per tap: the six
+// convolutions' backward of the HKT step went from 7.6 to 6.2 ms on one
+// thread (docs/PERFORMANCE.md, "2026-12-06, Intel again").
 void depthwise_conv1d_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& grad_out, int64_t stride,
                                    Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias, bool accumulate) {
   visit_floating("depthwise_conv1d_backward", x.dtype(), [&](auto tag) {

@@ -7,7 +7,7 @@
 #include "engine/dispatch.h"
 #include "ops/common.h"
 #include "ops/conv1d.h"
-#include "ops/conv1d_taps.h"
+#include "ops/conv1d_rows.h"
 #include "ops/lerp.h"
 
 namespace hkt {
@@ -15,18 +15,6 @@ namespace hkt {
 // ---- CPU kernels ----------------------------------------------------------
 
 namespace {
-
-// conv[c] = bias[c] + Σ_r W[c, r] · x[t − k + 1 + r, c] over the taps inside the
-// sequence, r ascending (as depthwise_conv1d's kernel sums them).
-template <class T>
-void causal_conv_row(const T* xs, int64_t t, int64_t C, int64_t k, const T* taps, const T* bias, T* conv) {
-  for (int64_t c = 0; c < C; ++c) conv[c] = bias ? bias[c] : T(0);
-  for (int64_t r = std::max<int64_t>(0, k - 1 - t); r < k; ++r) {
-    const T* x_row = xs + (t - k + 1 + r) * C;
-    const T* w = taps + r * C;
-    for (int64_t c = 0; c < C; ++c) conv[c] += w[c] * x_row[c];
-  }
-}
 
 void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& weight, const Tensor& bias,
                     const Tensor& gates, Tensor& out) {
@@ -41,7 +29,7 @@ void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& 
     for (int64_t row = 0; row < B * length; ++row) {
       const int64_t b = row / length, t = row % length;
       T* y = po + row * C;
-      causal_conv_row(pv + b * length * C, t, C, k, taps.data(), pb, y);
+      conv_row(pv + b * length * C, length, t - k + 1, C, k, taps.data(), pb, y);  // the causal window ends at t
       const T* a = pa + row * C;
       for (int64_t c = 0; c < C; ++c) y[c] = y[c] + beta[c] * (a[c] - y[c]);  // lerp's formula
     }
@@ -52,9 +40,8 @@ void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& 
 // dβ += g ⊙ (A − c), dc = (1 − β) ⊙ g, dbias += dc, and per tap r reading
 // t' = t − k + 1 + r: dV[t'] += W[:, r] ⊙ dc and dW[:, r] += dc ⊙ V[t'].
 // dV rows get terms only from their own sequence, t ascending (row t' first
-// from t = t'); dW, dbias and
-// dβ go to the sequence's [k + 2, C] partial (in L1), added in sequence order:
-// the result does not depend on the thread count.
+// from t = t'); dW, dbias and dβ go to the sequence's [k + 2, C] partial (in
+// L1), added in sequence order: the result does not depend on the thread count.
 void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const Tensor& weight, const Tensor& bias,
                              const Tensor& gates, const Tensor& grad_out, Tensor& grad_attended, Tensor& grad_values,
                              Tensor& grad_weight, Tensor& grad_bias, Tensor& grad_gates, bool accumulate) {
@@ -81,7 +68,7 @@ void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const
         for (int64_t t = 0; t < length; ++t) {
           const int64_t row = b * length + t;
           const T *g = pg + row * C, *a = pa + row * C;
-          causal_conv_row(vs, t, C, k, taps.data(), pb, conv.data());
+          conv_row(vs, length, t - k + 1, C, k, taps.data(), pb, conv.data());
           if (pda)
             for (int64_t c = 0; c < C; ++c) pda[row * C + c] = g[c] * beta[c];
           for (int64_t c = 0; c < C; ++c) {

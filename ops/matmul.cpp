@@ -166,7 +166,8 @@ void fill_rows(T* c, int64_t rows, int64_t n, const T* bias) {
   }
 }
 
-// Fills row_sums (when not null) only where one product takes gemm_split_depth (fused_row_sums).
+// row_sums: null unless gemm_cpu chose to have the product sum op(A)'s rows
+// (one item that takes gemm_split_depth).
 void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, const GemmDims& d,
               const attention_cpu::Path& path, float* row_sums) {
   // (A weight's gradient, Σ_i a[i]ᵀ b[i], arrives as one product with the
@@ -188,7 +189,7 @@ void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, co
     float* c = pc + i * d.stride_c;
     const bool summing = d.accumulate || (d.stride_c == 0 && i > 0);  // add to what c holds
     if (split_depth(m, k)) {
-      gemm_split_depth(m, n, k, a, a_row, a_col, rows_b, bias, c, summing, path, d.batch == 1 ? row_sums : nullptr);
+      gemm_split_depth(m, n, k, a, a_row, a_col, rows_b, bias, c, summing, path, row_sums);
       continue;
     }
 #pragma omp parallel for schedule(static) if (m * n * k > 8 * HKT_OMP_MIN_WORK && blocks > 1)
@@ -222,20 +223,18 @@ void gemm_cpu(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor& c, c
     const T* pa = static_cast<const T*>(a.raw_data());
     const T* pbias = bias.defined() ? static_cast<const T*>(bias.raw_data()) : nullptr;
     T* psums = row_sums.defined() ? static_cast<T*>(row_sums.raw_data()) : nullptr;
-    if (c.numel() == 0 || d.k == 0 || d.batch == 0) {
-      if (psums) plain_row_sums(pa, d, psums);
-      if (c.numel() > 0 && !d.accumulate) fill_rows(pc, c.numel() / d.n, d.n, pbias);  // an empty sum; BLAS may leave c untouched
+    const bool empty = c.numel() == 0 || d.k == 0 || d.batch == 0;
+    const attention_cpu::Path& path = attention_cpu::widest_path();
+    const bool own = std::is_same_v<T, float> && path.width > 1 && d.n % path.width == 0 && own_gemm_enabled();
+    // op(A)'s row sums come from the product itself where it streams A through gemm_split_depth, else from plain loops.
+    const bool fused_sums = psums && own && !empty && d.batch == 1 && split_depth(d.m, d.k);
+    if (psums && !fused_sums) plain_row_sums(pa, d, psums);
+    if (empty) {  // an empty sum; BLAS may leave c untouched
+      if (c.numel() > 0 && !d.accumulate) fill_rows(pc, c.numel() / d.n, d.n, pbias);
       return;
     }
-    if constexpr (std::is_same_v<T, float>) {
-      const attention_cpu::Path& path = attention_cpu::widest_path();
-      if (path.width > 1 && d.n % path.width == 0 && own_gemm_enabled()) {
-        const bool fused_sums = psums && d.batch == 1 && split_depth(d.m, d.k);
-        if (psums && !fused_sums) plain_row_sums(pa, d, psums);
-        return own_gemm(pa, static_cast<const float*>(b.raw_data()), pbias, pc, d, path, fused_sums ? psums : nullptr);
-      }
-    }
-    if (psums) plain_row_sums(pa, d, psums);
+    if constexpr (std::is_same_v<T, float>)
+      if (own) return own_gemm(pa, static_cast<const float*>(b.raw_data()), pbias, pc, d, path, fused_sums ? psums : nullptr);
     const T* pb = static_cast<const T*>(b.raw_data());
     const int m = blas_int(d.m), n = blas_int(d.n), k = blas_int(d.k);
     // Row-major storage: a is [M, K] or, transposed, [K, M]; b is [K, N] or [N, K].

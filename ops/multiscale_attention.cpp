@@ -80,7 +80,7 @@ attention_cpu::BackwardArgs<T> backward_args(const std::vector<Tensor>& queries,
                                              const Tensor& v, const Tensor& level_weights, const Tensor& out,
                                              const Tensor& log_sum_exp, const Tensor& grad_out,
                                              std::vector<Tensor>& grad_queries, std::vector<Tensor>& grad_keys,
-                                             Tensor& grad_v, Tensor& grad_level_weights) {
+                                             Tensor& grad_v, bool accumulate_grad_v, Tensor& grad_level_weights) {
   attention_cpu::BackwardArgs<T> args;
   args.forward = forward_args<T>(queries, keys, v, level_weights, out, log_sum_exp);
   args.grad_out = grad_out.data<T>();
@@ -89,6 +89,7 @@ attention_cpu::BackwardArgs<T> backward_args(const std::vector<Tensor>& queries,
     args.grad_keys.push_back(grad_keys[l].data<T>());
   }
   args.grad_values = grad_v.data<T>();
+  args.accumulate_values = accumulate_grad_v;
   args.grad_level_weights = grad_level_weights.data<T>();
   return args;
 }
@@ -99,16 +100,13 @@ void multiscale_attention_backward_cpu(const std::vector<Tensor>& queries, const
                                        const MultiscaleAttentionDims& dims, std::vector<Tensor>& grad_queries,
                                        std::vector<Tensor>& grad_keys, Tensor& grad_v, Tensor& grad_level_weights) {
   const attention_cpu::Problem p = cpu_problem(dims, queries, lengths);
-  if (v.dtype() == DType::Float64) {
-    auto args = backward_args<double>(queries, keys, v, level_weights, out, log_sum_exp, grad_out, grad_queries,
-                                      grad_keys, grad_v, grad_level_weights);
-    args.accumulate_values = dims.accumulate_grad_v;
-    return attention_cpu::backward_plain(p, args);
-  }
-  auto args = backward_args<float>(queries, keys, v, level_weights, out, log_sum_exp, grad_out, grad_queries,
-                                   grad_keys, grad_v, grad_level_weights);
-  args.accumulate_values = dims.accumulate_grad_v;
-  attention_cpu::select_path(dims.head_dim).backward(p, args);
+  if (v.dtype() == DType::Float64)
+    return attention_cpu::backward_plain(p, backward_args<double>(queries, keys, v, level_weights, out, log_sum_exp,
+                                                                  grad_out, grad_queries, grad_keys, grad_v,
+                                                                  dims.accumulate_grad_v, grad_level_weights));
+  attention_cpu::select_path(dims.head_dim)
+      .backward(p, backward_args<float>(queries, keys, v, level_weights, out, log_sum_exp, grad_out, grad_queries,
+                                        grad_keys, grad_v, dims.accumulate_grad_v, grad_level_weights));
 }
 
 }  // namespace
