@@ -244,7 +244,9 @@ def run(attention, a):
         rng = np.random.default_rng(a.seed)
         params = init_params(rng, attention, a)
         tokens = rng.integers(1, VOCAB, (a.batch, a.seq_len))
-        lengths = rng.integers(a.seq_len // 2, a.seq_len + 1, (a.batch,))
+        half = a.seq_len // 2  # hkt-bench step's and pytorch_step.py's spread of lengths
+        lengths = np.array([a.seq_len] * a.batch if a.batch == 1 else
+                           [half + b * (a.seq_len - half) // (a.batch - 1) for b in range(a.batch)])
         labels = rng.integers(0, CLASSES, (a.batch,))
     params = jax.tree_util.tree_map(jnp.asarray, params)
     tokens, lengths, labels = (jnp.asarray(v, jnp.int32) for v in (tokens, lengths, labels))

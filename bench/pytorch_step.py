@@ -250,10 +250,17 @@ def make_adamw(params):
         return torch.optim.AdamW(params, **options), "foreach"
 
 
+def spread_lengths(batch, seq_len):
+    """Valid tokens per example, spread evenly from T/2 to T: hkt-bench step's
+    batch (tools/bench/step.h, step_lengths), so both time the same batch."""
+    half = seq_len // 2
+    return [seq_len] * batch if batch == 1 else [half + b * (seq_len - half) // (batch - 1) for b in range(batch)]
+
+
 def batch(args, vocab=18, classes=10):
     generator = torch.Generator().manual_seed(args.seed + 1)
     tokens = torch.randint(1, vocab, (args.batch, args.seq_len), generator=generator)
-    lengths = torch.randint(args.seq_len // 2, args.seq_len + 1, (args.batch,), generator=generator)
+    lengths = torch.tensor(spread_lengths(args.batch, args.seq_len))
     labels = torch.randint(0, classes, (args.batch,), generator=generator)
     return tokens, lengths, labels
 

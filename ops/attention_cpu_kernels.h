@@ -28,6 +28,13 @@
 // dQ_l, dK_l for l ≥ 1) go to a buffer per chunk, summed in chunk order
 // afterwards. The chunk count depends on the problem only, never on the
 // thread count, so results are bitwise the same for any number of threads.
+// A head's query tiles stop at its last row whose dO is not zero: a row with
+// dO = 0 has dP = 0 and D = 0, so dS = P ⊙ (dP − D) = 0 and it adds exactly
+// nothing to any gradient (for finite q, k, v). In the models these are the
+// padded positions, which nothing downstream of the attention reads (the
+// pooling multiplies them by 0): with lengths uniform in [T/2, T] the
+// backward skips about a fifth of its work, as FlashAttention's varlen
+// kernels skip padding.
 #include <algorithm>
 #include <type_traits>
 #include <utility>
@@ -138,7 +145,7 @@ struct Workspace {
   // count).
   Buffer<const T*> level_addends;
   Buffer<int32_t> pool_runs;
-  Buffer<int32_t> tables_ready;  // [query tile]
+  Buffer<int32_t> tables_rows;  // [query tile]: the rows its tables were built for (0: none yet)
   Buffer<T> zero_row;
   const T* v = nullptr;
   int64_t valid = 0;
@@ -172,7 +179,7 @@ struct Workspace {
         weight(problem.levels),
         level_addends(query_tiles(problem) * (problem.tile + 1) * problem.levels),
         pool_runs(backward ? query_tiles(problem) * problem.levels * (problem.tile + 1) * 2 : 0),
-        tables_ready(query_tiles(problem)),
+        tables_rows(query_tiles(problem)),
         zero_row(np + S::W) {}
 
   static int64_t query_tiles(const Problem& problem) { return (problem.length + problem.tile - 1) / problem.tile; }
@@ -340,7 +347,9 @@ void fused_scores(Workspace<S>& w, int64_t i0, int64_t i1, typename S::T scale) 
 }
 
 // The query tile at i0's tables (Workspace::level_addends, pool_runs), built
-// on the tile's first use in a call; fused_scores has set w.query_rows.
+// on the tile's first use in a call with this many rows (the backward ends a
+// head's tiles at its last row with a nonzero dO); fused_scores has set
+// w.query_rows.
 template <class T>
 struct QueryTables {
   const T* const* addends;  // [level < L − 1][row of the level]
@@ -354,7 +363,7 @@ QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t row
   const int64_t tile = i0 / p.tile;
   const T** addends = w.level_addends.data + tile * (p.tile + 1) * p.levels;
   int32_t* runs = w.pool_runs.data ? w.pool_runs.data + tile * p.levels * (p.tile + 1) * 2 : nullptr;
-  if (!w.tables_ready.data[tile]) {
+  if (w.tables_rows.data[tile] != rows) {
     // Row a of level l < L − 1 adds row q_{l+1}(i) of level l + 1's slot for
     // any fine row i of it (the maps nest); zeros where that is −1 (causal).
     for (int64_t l = 0; l + 1 < p.levels; ++l) {
@@ -384,7 +393,7 @@ QueryTables<typename S::T> query_tables(Workspace<S>& w, int64_t i0, int64_t row
         runs[(l * (p.tile + 1) + a) * 2 + 1] = static_cast<int32_t>(end - begin);
       }
     }
-    w.tables_ready.data[tile] = 1;
+    w.tables_rows.data[tile] = static_cast<int32_t>(rows);
   }
   return {addends, runs};
 }
@@ -691,12 +700,13 @@ struct SoftmaxGradient {
   }
 };
 
+// Query rows [i0, min(i0 + tile, row_end)) × key tile [j0, j1).
 template <class S>
 void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, const GradientTargets<typename S::T>& g,
-                   int64_t head_index, int64_t i0, int64_t j0, int64_t j1) {
+                   int64_t head_index, int64_t i0, int64_t row_end, int64_t j0, int64_t j1) {
   using T = typename S::T;
   const Problem& p = w.p;
-  const int64_t dh = w.dh, rs = w.rs, np = w.np, i1 = std::min(p.length, i0 + p.tile), rows = i1 - i0, kc = j1 - j0;
+  const int64_t dh = w.dh, rs = w.rs, np = w.np, i1 = std::min(row_end, i0 + p.tile), rows = i1 - i0, kc = j1 - j0;
   const int64_t gs = g.shared_stride;
   const T scale = T(1) / std::sqrt(T(dh));
   const bool multiscale = args.forward.level_weights != nullptr;
@@ -828,11 +838,19 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
                                        chunks == 1 ? rs : dh};
       const T* out = args.forward.out + head_offset;
       const T* grad_out = args.grad_out + head_offset;
+      // D = rowsum(dO ⊙ O), and the rows the tiles visit: up to the last
+      // whose dO is not zero (see the top of this file).
+      int64_t row_end = 0;
       for (int64_t i = 0; i < p.length; ++i) {
         auto total = S::zero();
-        for (int64_t d = 0; d < dh; d += S::W)
-          total = S::fmadd(S::load(grad_out + i * rs + d), S::load(out + i * rs + d), total);
+        bool nonzero = false;
+        for (int64_t d = 0; d < dh; d += S::W) {
+          const auto grad = S::load(grad_out + i * rs + d);
+          nonzero = nonzero || S::any_nonzero(grad);
+          total = S::fmadd(grad, S::load(out + i * rs + d), total);
+        }
         w.delta.data[i] = S::reduce_add(total);
+        if (nonzero) row_end = i + 1;
       }
       // Interleaved key tiles: causally the early tiles carry the most work.
       for (int64_t tile = chunk; tile < key_tiles; tile += chunks) {
@@ -846,8 +864,8 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         pack_transposed<S>(w.v + j0 * rs, j1 - j0, dh, rs, w.np, w.values_t.data);
         std::fill(w.grad_values_t.data, w.grad_values_t.data + dh * w.np, T(0));
         std::fill(w.grad_keys_t.data, w.grad_keys_t.data + levels * dh * w.np, T(0));
-        for (int64_t i0 = p.causal ? j0 : 0; i0 < p.length; i0 += p.tile)  // causally, rows i < j0 see no key here
-          backward_tile(w, args, targets, head_index, i0, j0, j1);
+        for (int64_t i0 = p.causal ? j0 : 0; i0 < row_end; i0 += p.tile)  // causally, rows i < j0 see no key here
+          backward_tile(w, args, targets, head_index, i0, row_end, j0, j1);
         if (args.accumulate_values)
           unpack_transposed<S, true>(w.grad_values_t.data, j1 - j0, dh, w.np, rs, targets.values + j0 * rs);
         else

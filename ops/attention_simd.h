@@ -19,6 +19,7 @@
 //   exp2<U, Saturate>(v[U])      the same for U vectors at once; Saturate = false only for inputs
 //                                ≤ 127 (AVX2 leaves out its upper clamp)
 //   keep_first(v, n, fill)       lanes ≥ n replaced by fill
+//   any_nonzero(v)               some lane is not ±0 (NaN counts as nonzero)
 //   reduce_add, reduce_max       over the W lanes
 //   load_index, expand(base, i)  lane t = base[i[t]], 0 ≤ i[t] < W: one unaligned load and
 //                                a one-source permute (nearest upsampling of a coarse row)
@@ -74,6 +75,7 @@ struct Scalar {
     for_lanes<U>([&](int u) { x[u] = std::exp2(x[u]); });
   }
   static V keep_first(V v, int64_t n, T fill) { return n > 0 ? v : fill; }
+  static bool any_nonzero(V v) { return !(v == T(0)); }
   static T reduce_add(V v) { return v; }
   static T reduce_max(V v) { return v; }
   static Index load_index(const int32_t* p) { return *p; }
@@ -181,6 +183,7 @@ struct Avx2 {
     const __m256i keep = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(n < W ? n : W)), lanes);
     return _mm256_blendv_ps(_mm256_set1_ps(fill), v, _mm256_castsi256_ps(keep));
   }
+  static bool any_nonzero(V v) { return _mm256_movemask_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_NEQ_UQ)) != 0; }
   static T reduce_add(V v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -279,6 +282,7 @@ struct Avx512 {
     const __mmask16 keep = n >= W ? __mmask16(0xFFFF) : __mmask16((1u << (n > 0 ? n : 0)) - 1u);
     return _mm512_mask_blend_ps(keep, _mm512_set1_ps(fill), v);
   }
+  static bool any_nonzero(V v) { return _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_UQ) != 0; }
   static T reduce_add(V v) { return _mm512_reduce_add_ps(v); }
   static T reduce_max(V v) { return _mm512_reduce_max_ps(v); }
   static Index load_index(const int32_t* p) { return _mm512_loadu_si512(p); }

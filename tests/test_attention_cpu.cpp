@@ -340,6 +340,48 @@ TEST_CASE("fused attention in float32 on every CPU path equals the float64 compo
   }
 }
 
+// The backward stops each head's query tiles after its last row with a
+// nonzero dO (the models' padded positions): that must not change a gradient,
+// whatever row a head's last nonzero dO falls on — mid-tile, odd, a head of
+// its own per example (so a thread's HKT query tables are rebuilt for another
+// row count) — and a zero row before it must still be visited.
+TEST_CASE("fused attention gradients with trailing zero rows of dO equal the float64 composed reference") {
+  for (const auto* path : paths_under_test()) {
+    PathScope scope(path->name);
+    for (int64_t head_dim : {16, 32})
+      for (int64_t tile : {8, 64}) {
+        TileScope tiles(tile);
+        for (int64_t levels : {1, 3})
+          for (int64_t stride : levels == 1 ? std::vector<int64_t>{2} : std::vector<int64_t>{2, 3})
+            for (bool causal : {false, true}) {
+              const bool mha = levels == 1;
+              const int64_t length = 130;
+              const Tensor lengths = lengths_tensor({length, length - 9});
+              const std::vector<Tensor> inputs = random_inputs(2, length, levels, stride, head_dim, mha);
+              // dO = weights: rows from `last[b][h]` on are zero, and so is row 5 of every head.
+              const int64_t last[2][2] = {{53, 100}, {length, 1}};
+              std::vector<double> w = random_tensor({2, 2, length, head_dim}, 99).to_vector<double>();
+              for (int64_t b = 0; b < 2; ++b)
+                for (int64_t h = 0; h < 2; ++h)
+                  for (int64_t i = 0; i < length; ++i)
+                    if (i >= last[b][h] || i == 5)
+                      for (int64_t d = 0; d < head_dim; ++d) w[((b * 2 + h) * length + i) * head_dim + d] = 0;
+              const Tensor weights = Tensor::from_doubles(w, {2, 2, length, head_dim}, DType::Float64);
+              const auto expected = run(op(mha, true, levels, stride, causal, lengths), inputs, weights);
+              const auto actual = run(op(mha, false, levels, stride, causal, lengths),
+                                      cast_all(inputs, DType::Float32), weights.to(DType::Float32));
+              for (size_t which = 1; which < actual.size(); ++which) {
+                const std::string what = std::string(path->name) + (mha ? " MHA" : " HKT L=" + std::to_string(levels)) +
+                                         " stride " + std::to_string(stride) + " dh " + std::to_string(head_dim) +
+                                         " tile " + std::to_string(tile) + (causal ? " causal" : " bidirectional") +
+                                         ": gradient of input " + std::to_string(which - 1);
+                hkt::testing::check_close(what, actual[which], expected[which], 1e-4);
+              }
+            }
+      }
+  }
+}
+
 TEST_CASE("fused attention on [B, T, H, dh] inputs equals the [B, H, T, dh] result bitwise, gradients included") {
   for (const auto* path : paths_under_test()) {
     PathScope scope(path->name);

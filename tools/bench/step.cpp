@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -42,19 +43,25 @@ double step_flops(const StepOptions& o, const std::string& model) {
   const double tokens = double(o.batch) * o.seq_len, d = double(o.d_model), dh = d / o.heads;
   double gemm = 2 * 2 * tokens * d * o.d_ff;  // the feed-forward block
   double attention = 0;
+  for (int64_t valid : step_lengths(o)) {
+    const double n = double(valid);
+    if (model == "mha") {
+      attention += 4.0 * dh * o.heads * n * n;
+      continue;
+    }
+    double pairs = 0;
+    for (int64_t l = 0; l < o.levels; ++l) pairs += std::pow(double(level_length(valid, l, 2)), 2);
+    attention += 2.0 * dh * o.heads * (pairs + n * n);
+  }
   if (model == "mha") {
     gemm += 4 * 2 * tokens * d * d;  // q, k, v, out
-    attention = 4.0 * dh * o.batch * o.heads * double(o.seq_len) * o.seq_len;
   } else {
     gemm += 2 * 2 * tokens * d * d;  // v, out
-    double pairs = 0;
     for (int64_t l = 0; l < o.levels; ++l) {
       const double rows = double(level_length(o.seq_len, l, 2));
-      gemm += 2 * 2 * o.batch * rows * d * d;                              // q_l, k_l
+      gemm += 2 * 2 * o.batch * rows * d * d;                                     // q_l, k_l
       if (l > 0 && o.down_pointwise) gemm += 2 * double(o.batch) * rows * d * d;  // the pointwise projection
-      pairs += rows * rows;
     }
-    attention = 2.0 * dh * o.batch * o.heads * (pairs + double(o.seq_len) * o.seq_len);
   }
   return o.layers * (3 * gemm + 3.5 * attention);
 }
@@ -100,6 +107,16 @@ void declare_step_flags(cli::Flags& flags) {
   flags.add_int("threads", 0, "CPU threads (0: OMP_NUM_THREADS or all cores)", 0, cli::kThreadsMax);
   flags.add_switch("profile", "time per kernel, forward and backward apart (engine/profiler.h)");
   flags.add_switch("down-pointwise", "HKT with SPEC section 2's pointwise projection (hkt-train's default)");
+  flags.add_choice("lengths", "spread", {"spread", "full"},
+                   "valid tokens per example: spread from T/2 to T (bench/pytorch_step.py's batch) or T for all");
+}
+
+std::vector<int64_t> step_lengths(const StepOptions& o) {
+  std::vector<int64_t> lengths(o.batch, o.seq_len);
+  if (o.full_length || o.batch == 1) return lengths;
+  const int64_t half = o.seq_len / 2;
+  for (int64_t b = 0; b < o.batch; ++b) lengths[b] = half + b * (o.seq_len - half) / (o.batch - 1);
+  return lengths;
 }
 
 StepOptions step_options(const cli::Flags& flags) {
@@ -118,12 +135,13 @@ StepOptions step_options(const cli::Flags& flags) {
   o.threads = static_cast<int>(flags.get_int("threads"));
   o.profile = flags.get_bool("profile");
   o.down_pointwise = flags.get_bool("down-pointwise");
+  o.full_length = flags.get("lengths") == "full";
   return o;
 }
 
 namespace {
 
-// One model's training step on fixed random tokens at full length: forward,
+// One model's training step on fixed random tokens of step_lengths: forward,
 // cross-entropy, backward, clipping, AdamW.
 class StepRunner {
  public:
@@ -139,7 +157,7 @@ class StepRunner {
     for (int64_t& id : ids) id = 1 + static_cast<int64_t>(generator.next_u64() % 17);
     for (int64_t& c : classes) c = static_cast<int64_t>(generator.next_u64() % 10);
     tokens_ = Tensor::from_vector(ids, {o.batch, o.seq_len});
-    lengths_ = Tensor::from_vector(std::vector<int64_t>(o.batch, o.seq_len), {o.batch});
+    lengths_ = Tensor::from_vector(step_lengths(o), {o.batch});
     labels_ = Tensor::from_vector(classes, {o.batch});
   }
   void step() {
@@ -228,6 +246,7 @@ std::vector<std::string> child_args(const StepOptions& o, const std::string& mod
                                    std::to_string(o.steps),       "--warmup",          std::to_string(o.warmup),
                                    "--threads",   std::to_string(o.threads)};
   if (o.down_pointwise) args.push_back("--down-pointwise");
+  args.insert(args.end(), {"--lengths", o.full_length ? "full" : "spread"});
   return args;
 }
 
@@ -280,11 +299,11 @@ int run_step_bench(const StepOptions& o, char** argv, double peak_gflops,
     peak_gflops = std::max(peak_gflops, measure_peak());
     r.fma_peak_gflops = peak_gflops;
     std::printf("{\"bench\":\"step\",\"model\":\"%s\",\"B\":%lld,\"T\":%lld,\"d\":%lld,\"layers\":%lld,\"heads\":%lld,"
-                "\"d_ff\":%lld,\"levels\":%lld,\"down_pointwise\":%s,\"threads\":%d,\"steps\":%d",
+                "\"d_ff\":%lld,\"levels\":%lld,\"down_pointwise\":%s,\"lengths\":\"%s\",\"threads\":%d,\"steps\":%d",
                 model.c_str(), (long long)o.batch, (long long)o.seq_len, (long long)o.d_model, (long long)o.layers,
                 (long long)o.heads, (long long)o.d_ff, (long long)(model == "hkt" ? o.levels : 1),
-                model == "hkt" && o.down_pointwise ? "true" : "false", o.threads > 0 ? o.threads : num_threads(),
-                o.steps);
+                model == "hkt" && o.down_pointwise ? "true" : "false", o.full_length ? "full" : "spread",
+                o.threads > 0 ? o.threads : num_threads(), o.steps);
     if (!r.ok) {
       std::printf(",\"error\":\"%s\"}\n", r.error.c_str());
     } else {
