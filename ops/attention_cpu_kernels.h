@@ -852,6 +852,10 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         w.delta.data[i] = S::reduce_add(total);
         if (nonzero) row_end = i + 1;
       }
+      // Whole blocks of 8 rows (zero-dO rows cost work, never a change): a
+      // tile of an even row count from an even row keeps level 1's pooling in
+      // the dP GEMM's store (SoftmaxGradient) instead of pool_level's pass.
+      row_end = std::min(p.length, round_up(row_end, 8));
       // Interleaved key tiles: causally the early tiles carry the most work.
       for (int64_t tile = chunk; tile < key_tiles; tile += chunks) {
         const int64_t j0 = tile * p.tile, j_end = std::min(p.length, j0 + p.tile);
