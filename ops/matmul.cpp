@@ -5,6 +5,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cstdlib>
 #include <iostream>
@@ -104,6 +105,23 @@ bool split_depth(int64_t m, int64_t k) { return m < 384 && k >= 2 * kDepthChunk;
   prefetch_to_l2(b + k0 * n, count * n);
 }
 
+// Whether every value of the rows × cols block at p (rows `stride` apart) is
+// ±0 (NaN is not), stopping at the first row that is not: a nonzero block
+// costs about one row's read. A block of A that is all zero adds nothing to
+// C, so the GEMMs skip it: in a training step's backward the output
+// gradients of the padded positions are exactly zero rows (the pooling
+// multiplies them by 0), a quarter of B·T at lengths spread over T/2 … T.
+// Exact for finite B (0 · inf would be NaN).
+bool block_is_zero(const float* p, int64_t rows, int64_t cols, int64_t stride) {
+  for (int64_t r = 0; r < rows; ++r) {
+    uint32_t bits = 0;
+    const float* row = p + r * stride;
+    for (int64_t c = 0; c < cols; ++c) bits |= std::bit_cast<uint32_t>(row[c]) & 0x7fffffffu;
+    if (bits) return false;
+  }
+  return true;
+}
+
 // sums[r] += Σ_{k < count} op(A)[r, k] for the m rows of op(A), element (r, k) at a[r · a_row + k · a_col].
 template <class T>
 void add_row_sums(int64_t m, int64_t count, const T* a, int64_t a_row, int64_t a_col, T* sums) {
@@ -130,17 +148,25 @@ void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
   float* partial = partials.data<float>();
   const Tensor sum_partials = row_sums ? Tensor::zeros({chunks, m}) : Tensor();
   float* sum_partial = row_sums ? sum_partials.data<float>() : nullptr;
-#pragma omp parallel for schedule(static)
+  // Dynamic: a chunk of zero blocks (block_is_zero) is quick, and where they are depends on the batch.
+#pragma omp parallel for schedule(dynamic)
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     const int64_t end = std::min(k, (chunk + 1) * kDepthChunk);
+    bool started = false;  // the chunk's partial holds a product (else it is still to be zeroed)
     for (int64_t k0 = chunk * kDepthChunk; k0 < end; k0 += kDepthBlock) {
       // Two blocks ahead: one block's compute is shorter than a DRAM round trip.
       const int64_t ahead = k0 + 2 * kDepthBlock, count = std::min(kDepthBlock, end - k0);
       if (ahead < end) prefetch_depth_block(m, n, ahead, std::min(kDepthBlock, end - ahead), a, a_row, a_col, b);
-      path.gemm(m, n, count, a + k0 * a_col, a_row, a_col, b + k0 * n, n, partial + chunk * m * n, n, 1.0f,
-                k0 != chunk * kDepthChunk, nullptr);
+      // A's block as stored: count rows of m (Aᵀ stored), else m rows of count.
+      const bool zero = a_row == 1 ? block_is_zero(a + k0 * a_col, count, m, a_col)
+                                   : block_is_zero(a + k0 * a_col, m, count, a_row);
+      if (zero) continue;  // adds nothing to the product or the row sums
+      path.gemm(m, n, count, a + k0 * a_col, a_row, a_col, b + k0 * n, n, partial + chunk * m * n, n, 1.0f, started,
+                nullptr);
+      started = true;
       if (sum_partial) add_row_sums(m, count, a + k0 * a_col, a_row, a_col, sum_partial + chunk * m);
     }
+    if (!started) std::fill(partial + chunk * m * n, partial + (chunk + 1) * m * n, 0.0f);
   }
   for (int64_t row = 0; row < m; ++row)
     for (int64_t col = 0; col < n; ++col) {
@@ -192,11 +218,18 @@ void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, co
       gemm_split_depth(m, n, k, a, a_row, a_col, rows_b, bias, c, summing, path, row_sums);
       continue;
     }
-#pragma omp parallel for schedule(static) if (m * n * k > 8 * HKT_OMP_MIN_WORK && blocks > 1)
+    // Runs of 4 blocks, dealt out as threads come free: blocks of zero rows (block_is_zero) are
+    // quick, and a static split would leave the thread with the batch's longer examples the most work.
+#pragma omp parallel for schedule(dynamic, 4) if (m * n * k > 8 * HKT_OMP_MIN_WORK && blocks > 1)
     for (int64_t block = 0; block < blocks; ++block) {
       const int64_t m0 = block * kRows, rows = std::min(kRows, m - m0);
       // The next block's rows of A (B is small and stays in cache).
       if (a_col == 1 && m0 + kRows < m) prefetch_to_l2(a + (m0 + kRows) * a_row, std::min(kRows, m - m0 - kRows) * k);
+      // Rows of A that are all zero (block_is_zero): C's rows are the bias, 0, or what they hold.
+      if (a_col == 1 && block_is_zero(a + m0 * a_row, rows, k, a_row)) {
+        if (!summing) fill_rows(c + m0 * n, rows, n, bias);
+        continue;
+      }
       // linear's bias joins in the micro-kernel's store: C written once, never read back.
       path.gemm(rows, n, k, a + m0 * a_row, a_row, a_col, rows_b, n, c + m0 * n, n, 1.0f, summing,
                 summing ? nullptr : bias);

@@ -153,6 +153,47 @@ TEST_CASE("linear's bias gradient, summed as the weight gradient's product reads
   set_num_threads(threads);
 }
 
+// The CPU GEMMs skip blocks of A that are all zero (a training step's output
+// gradients at padded positions): C's rows must still be the bias, zero or
+// what they held, and a split-depth chunk that skips its first block, or all
+// of them, must still start from zero.
+TEST_CASE("linear with rows of zeros in x and in the output gradient matches the float64 reference") {
+  const int threads = num_threads();
+  // 6000 rows: three 2048-row depth chunks of the weight gradient. Zero: rows [100, 300)
+  // (whole 48-row blocks and partial ones), the first chunk's first 64-row block [0, 64),
+  // all of the second chunk [2048, 4096), and the last 7 rows.
+  const int64_t rows = 6000, in = 64, out = 32;
+  auto zero_row = [](int64_t r) { return r < 64 || (r >= 100 && r < 300) || (r >= 2048 && r < 4096) || r >= 5993; };
+  std::vector<double> xv = random_tensor({rows, in}, 11).to_vector<double>();
+  std::vector<double> gv = random_tensor({rows, out}, 12).to_vector<double>();
+  for (int64_t r = 0; r < rows; ++r) {
+    if (!zero_row(r)) continue;
+    std::fill(xv.begin() + r * in, xv.begin() + (r + 1) * in, r % 2 ? -0.0 : 0.0);
+    std::fill(gv.begin() + r * out, gv.begin() + (r + 1) * out, 0.0);
+  }
+  const Tensor x64 = Tensor::from_doubles(xv, {rows, in}, DType::Float64);
+  const Tensor g64 = Tensor::from_doubles(gv, {rows, out}, DType::Float64);
+  const Tensor w64 = random_tensor({out, in}, 13), b64 = random_tensor({out}, 14);
+  for (int t : {1, 2}) {
+    set_num_threads(t);
+    INFO(t << " threads");
+    Tensor x = x64.to(DType::Float32).requires_grad_(true);
+    Tensor w = w64.to(DType::Float32).requires_grad_(true), b = b64.to(DType::Float32).requires_grad_(true);
+    const Tensor y = linear(x, w, b);
+    sum(mul(y, g64.to(DType::Float32))).backward();
+    // y = x Wᵀ + b: compare with the bias added to the reference product.
+    std::vector<double> expected_y = reference_gemm(x64, w64, false, true);
+    const std::vector<double> bias = b64.to_vector<double>();
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t o = 0; o < out; ++o) expected_y[r * out + o] += bias[o];
+    CHECK(max_abs_diff(y, expected_y) < 1e-4);
+    CHECK(max_abs_diff(x.grad(), reference_gemm(g64, w64, false, false)) < 1e-4);   // dx = G W
+    CHECK(max_abs_diff(w.grad(), reference_gemm(g64, x64, true, false)) < 2e-3);    // dW = Gᵀ x
+    CHECK(max_abs_diff(b.grad(), sum(g64, 0).to_vector<double>()) < 2e-3);
+  }
+  set_num_threads(threads);
+}
+
 TEST_CASE("gemm with an empty inner dimension gives zeros") {
   Tensor out = matmul(Tensor::ones({2, 3, 0}), Tensor::ones({2, 0, 4}));
   CHECK(out.shape() == Shape{2, 3, 4});
