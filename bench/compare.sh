@@ -25,17 +25,18 @@
 #   PARTS     what to run (default "ours pytorch jax")
 #   OUT       folder for the raw outputs (default runs/compare)
 #
-# Ours, two rows: `hkt-bench step` (bidirectional only; random tokens at
-# full length T: the whole T x T attention, as every other framework
-# computes it; the ratios below use this row), and hkt-train on generated
-# ListOps: at the default sizes,
+# Ours, three rows: `hkt-bench step` (bidirectional only) on the Python
+# scripts' batch (random tokens, lengths spread evenly over T/2 … T by one
+# formula in all three programs), the same at full length T for every
+# example (--lengths full: all the work the padded batch hides from us; the
+# ratios are printed for both), and hkt-train on generated ListOps: at the default sizes,
 # bidirectional, scripts/step-time.sh with IMPLS=fused (median step_ms of
 # hkt-train's metric lines after step 1); at other sizes or causal, the same
 # hkt-train command with those flags (step-time.sh fixes T = 512 and batch
 # 32). ListOps' lengths are 400-512 at T = 512, and our kernels skip the keys
-# past a sequence's length, so that row does about a tenth less attention
-# work. The Python scripts use random tokens with lengths uniform in [T/2, T]
-# but compute the full padded T x T attention (a mask cannot skip work), so
+# past a sequence's length, and in the backward the padded query rows and
+# the GEMMs' zero gradient rows. The Python scripts compute the full padded
+# T x T attention and every row of every GEMM (a mask cannot skip work), so
 # their lengths do not change their work. The HKT of every row has
 # SPEC section 2's down_pointwise projection (hkt-train's default; the Python
 # scripts get --down-pointwise); POINTWISE=0 leaves it out everywhere.
@@ -63,7 +64,7 @@ if has_part ours; then
   [ -x "$build/hkt-train" ] || { echo "compare.sh: no $build/hkt-train; build it or set BUILD" >&2; exit 1; }
 fi
 mkdir -p "$out"
-rm -f "$out"/ours.txt "$out"/ours-bench.txt "$out"/pytorch.jsonl "$out"/jax.jsonl
+rm -f "$out"/ours.txt "$out"/ours-bench-*.txt "$out"/pytorch.jsonl "$out"/jax.jsonl
 
 echo "== uptime before: $(uptime)"
 echo "== $(lscpu 2>/dev/null | sed -n 's/^Model name: *//p'), $(nproc) CPUs; threads $threads; T = $seq_len," \
@@ -74,12 +75,14 @@ export OMP_NUM_THREADS="$threads"
 if has_part ours; then
   [ -x "$build/hkt-bench" ] || { echo "compare.sh: no $build/hkt-bench; build it or set BUILD" >&2; exit 1; }
   if [ -z "$causal_flag" ]; then  # hkt-bench step times the bidirectional models only
-    echo "== this project: hkt-bench step ($build), full length"
     pointwise_bench=""
     [ "${POINTWISE:-1}" = 1 ] && pointwise_bench="--down-pointwise"
-    "$build"/hkt-bench step --model both --threads "$threads" --steps "$steps" --warmup 1 --seq-len "$seq_len" \
-      --batch "$batch" --d-model "$d_model" --layers "$layers" --heads "$heads" --d-ff "$d_ff" --levels "$levels" \
-      $pointwise_bench | tee "$out/ours-bench.txt"
+    for lengths in spread full; do
+      echo "== this project: hkt-bench step ($build), lengths $lengths"
+      "$build"/hkt-bench step --model both --threads "$threads" --steps "$steps" --warmup 1 --seq-len "$seq_len" \
+        --batch "$batch" --d-model "$d_model" --layers "$layers" --heads "$heads" --d-ff "$d_ff" --levels "$levels" \
+        --lengths "$lengths" $pointwise_bench | tee "$out/ours-bench-$lengths.txt"
+    done
   fi
   echo "== this project: hkt-train ($build), fused attention"
   if [ -z "$causal_flag" ] && [ "$seq_len $batch $d_model $layers $heads $d_ff $levels" = "512 32 64 2 4 128 3" ]; then
@@ -130,20 +133,22 @@ out = sys.argv[1]
 rows = {}
 def add(name, model, ms):
     rows.setdefault(name, {})[model] = ms
-FULL = "this project, full length (hkt-bench step)"
-PAIR = "this project, full length, MHA and HKT steps interleaved (hkt-bench step)"
-pair_ratio = None
-path = os.path.join(out, "ours-bench.txt")
-if os.path.exists(path):
+SAME = "this project, the Python scripts' batch (hkt-bench step)"
+FULL = "this project, full length (hkt-bench step --lengths full)"
+pair_ratio = {}
+for lengths, label in (("spread", SAME), ("full", FULL)):
+    path = os.path.join(out, f"ours-bench-{lengths}.txt")
+    if not os.path.exists(path):
+        continue
     for line in open(path):
         if line.startswith("{"):
             r = json.loads(line)
             if r.get("bench") == "step":
-                add(FULL, r["model"], r["median_ms"])
+                add(label, r["model"], r["median_ms"])
             elif r.get("bench") == "step_pair":  # both models' steps alternating in one process
-                add(PAIR, "mha", r["mha_median_ms"])
-                add(PAIR, "hkt", r["hkt_median_ms"])
-                pair_ratio = r["ratio"]
+                add(label + ", MHA and HKT steps interleaved", "mha", r["mha_median_ms"])
+                add(label + ", MHA and HKT steps interleaved", "hkt", r["hkt_median_ms"])
+                pair_ratio[label] = r["ratio"]
 path = os.path.join(out, "ours.txt")
 if os.path.exists(path):
     for line in open(path):
@@ -164,12 +169,14 @@ print("\n| | MHA step ms | HKT step ms |\n|---|---|---|")
 for name, v in rows.items():
     cell = lambda m: "–" if m not in v else (f"**{v[m]:.0f}**" if v[m] == best[m] else f"{v[m]:.0f}")
     print(f"| {name} | {cell('mha')} | {cell('hkt')} |")
-ours = rows.get(FULL) or rows.get("this project, fused attention (hkt-train)", {})
-for m in ("mha", "hkt"):
-    if m in ours and best[m]:
-        print(f"{m.upper()}: ours / best other = {ours[m] / best[m]:.2f}")
-if "mha" in ours and "hkt" in ours:
-    print(f"ours HKT / ours MHA = {ours['hkt'] / ours['mha']:.2f}")
-if pair_ratio is not None:
-    print(f"ours HKT / ours MHA, steps interleaved (median of the step pairs' ratios) = {pair_ratio:.2f}")
+for label in (SAME, FULL, "this project, fused attention (hkt-train)"):
+    ours = rows.get(label, {})
+    for m in ("mha", "hkt"):
+        if m in ours and best[m]:
+            print(f"{m.upper()}: ours ({label}) / best other = {ours[m] / best[m]:.2f}")
+    if "mha" in ours and "hkt" in ours:
+        print(f"ours HKT / ours MHA ({label}) = {ours['hkt'] / ours['mha']:.2f}")
+    if label in pair_ratio:
+        print(f"ours HKT / ours MHA ({label}), steps interleaved (median of the step pairs' ratios) = "
+              f"{pair_ratio[label]:.2f}")
 PY

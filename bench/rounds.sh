@@ -13,11 +13,13 @@
 # hkt; hkt with SPEC section 2's pointwise projection), MODE (compile+sdpa,
 # the fastest PyTorch mode in docs/PERFORMANCE.md), ROUNDS (5), THREADS (2),
 # STEPS (8 per side and round, warm-up included), OUT (runs/rounds: the raw
-# outputs). The SPEC ListOps sizes: T = 512, batch 32, d = 64, 2 layers.
+# outputs), LENGTHS (spread: the Python script's batch; full: every example
+# at T, hkt-bench step --lengths). The SPEC ListOps sizes: T = 512, batch 32,
+# d = 64, 2 layers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${BUILD:-build}" venv="${VENV:-bench/.venv}" model="${MODEL:-mha}" mode="${MODE:-compile+sdpa}"
-rounds="${ROUNDS:-5}" threads="${THREADS:-2}" steps="${STEPS:-8}" out="${OUT:-runs/rounds}"
+rounds="${ROUNDS:-5}" threads="${THREADS:-2}" steps="${STEPS:-8}" out="${OUT:-runs/rounds}" lengths="${LENGTHS:-spread}"
 case $model in
   mha) pointwise=() ;;
   hkt) pointwise=(--down-pointwise) ;;
@@ -29,11 +31,11 @@ mkdir -p "$out"
 export OMP_NUM_THREADS="$threads"
 
 echo "== uptime before: $(uptime)"
-echo "== $model: hkt-bench step against PyTorch $mode, $rounds alternating rounds, $threads threads, $steps steps each"
+echo "== $model: hkt-bench step (lengths $lengths) against PyTorch $mode, $rounds alternating rounds, $threads threads, $steps steps each"
 : > "$out/ratios.txt"
 for round in $(seq 1 "$rounds"); do
   "$build/hkt-bench" step --model "$model" --threads "$threads" --steps "$steps" --warmup 1 "${pointwise[@]}" \
-    > "$out/ours-$round.txt"
+    --lengths "$lengths" > "$out/ours-$round.txt"
   ours=$(sed -n 's/^{"bench":"step".*"median_ms":\([0-9.]*\).*/\1/p' "$out/ours-$round.txt")
   "$venv/bin/python" bench/pytorch_step.py --threads "$threads" --steps "$steps" --models "$model" --modes "$mode" \
     "${pointwise[@]}" > "$out/pytorch-$round.txt"

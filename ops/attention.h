@@ -22,6 +22,8 @@ enum class HeadLayout { BHTD, BTHD };
 // j ≥ lengths[b] are masked, and with `causal` so are keys j > i. Query rows
 // at padded positions still attend to the valid keys, as the composed
 // masked_fill + softmax does. Output in q's layout; differentiable in q, k, v.
+// The CPU backward skips the query rows after a head's last row whose output
+// gradient is nonzero: they add exactly nothing (the models' padded rows).
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths, bool causal,
                  HeadLayout layout = HeadLayout::BHTD);
 
