@@ -38,6 +38,10 @@ expect 0 "usage: hkt-bench step" "$build/hkt-bench" step --help
 # A tiny step of both models: per-model lines, then the interleaved pair's ratio.
 expect 0 '"bench":"step_pair".*"ratio":[0-9]' "$build/hkt-bench" step --model both --batch 2 --seq-len 16 \
   --d-model 16 --heads 2 --d-ff 32 --steps 2 --warmup 1 --threads 1 --down-pointwise
+# --lengths: the JSON line says which batch ran; a value outside the choice is a usage error.
+expect 0 '"bench":"step".*"lengths":"full"' "$build/hkt-bench" step --model mha --batch 3 --seq-len 16 --d-model 16 \
+  --heads 2 --d-ff 32 --steps 1 --warmup 0 --threads 1 --lengths full
+expect 2 "^hkt-bench step: --lengths must be one of spread \| full, got 'half'" "$build/hkt-bench" step --lengths half
 expect 0 "usage: hkt-bench gemm" "$build/hkt-bench" gemm --help
 # The step's nine GEMMs (three layers, three passes), small: each a JSON line with both columns.
 gemm_lines="$("$build/hkt-bench" gemm --rows 96 --repeats 1 --memory-mib 1 --threads 1 2>&1 |
