@@ -59,3 +59,14 @@ done
 } > $out/blas-core-type.txt 2>&1
 # The whole table of issue 15 in one run (needs build/ with hkt-train: the full build).
 BUILD=build OUT=/tmp/compare bench/compare.sh > $out/compare.txt 2>&1
+# Re-measured at 21:02-21:06 on a quiet machine (load average under 1.6, nothing else running).
+LENGTHS=full BUILD=build-nocuda ROUNDS=9 MODEL=mha MODE=compile+sdpa OUT=/tmp/rounds-mha-cf9 bench/rounds.sh 2>&1 |
+  grep -v "^W1206" > $out/rounds-mha-compile-sdpa-full-length-9.txt
+BUILD=build-nocuda ROUNDS=7 MODEL=mha MODE=compile+sdpa OUT=/tmp/rounds-mha-c7 bench/rounds.sh 2>&1 |
+  grep -v "^W1206" > $out/rounds-mha-compile-sdpa-quiet.txt
+{
+for L in spread full; do for p in --down-pointwise ""; do for t in 2 2 1; do
+  echo "== lengths $L, threads $t, ${p:-no pointwise}: $(uptime)"
+  build-nocuda/hkt-bench step --model both $p --lengths $L --threads $t --steps 8 --warmup 1 2>/dev/null | grep "interleaved"
+done; done; done
+} > $out/step-ratio-interleaved-quiet.txt
