@@ -75,6 +75,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import optax  # noqa: E402
+from step_batch import spread_lengths  # noqa: E402
 
 STRIDE, DOWN_KERNEL, CONV_KERNEL, VOCAB, CLASSES = 2, 3, 5, 18, 10
 
@@ -244,9 +245,7 @@ def run(attention, a):
         rng = np.random.default_rng(a.seed)
         params = init_params(rng, attention, a)
         tokens = rng.integers(1, VOCAB, (a.batch, a.seq_len))
-        half = a.seq_len // 2  # hkt-bench step's and pytorch_step.py's spread of lengths
-        lengths = np.array([a.seq_len] * a.batch if a.batch == 1 else
-                           [half + b * (a.seq_len - half) // (a.batch - 1) for b in range(a.batch)])
+        lengths = np.array(spread_lengths(a.batch, a.seq_len))
         labels = rng.integers(0, CLASSES, (a.batch,))
     params = jax.tree_util.tree_map(jnp.asarray, params)
     tokens, lengths, labels = (jnp.asarray(v, jnp.int32) for v in (tokens, lengths, labels))

@@ -67,6 +67,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from step_batch import spread_lengths
+
 MODES = ("eager", "sdpa", "compile", "compile+sdpa")
 
 
@@ -248,13 +250,6 @@ def make_adamw(params):
         return torch.optim.AdamW(params, fused=True, **options), "fused"
     except (RuntimeError, TypeError, ValueError):
         return torch.optim.AdamW(params, **options), "foreach"
-
-
-def spread_lengths(batch, seq_len):
-    """Valid tokens per example, spread evenly from T/2 to T: hkt-bench step's
-    batch (tools/bench/step.h, step_lengths), so both time the same batch."""
-    half = seq_len // 2
-    return [seq_len] * batch if batch == 1 else [half + b * (seq_len - half) // (batch - 1) for b in range(batch)]
 
 
 def batch(args, vocab=18, classes=10):

@@ -37,7 +37,7 @@ struct StepOptions {
 
 // The valid tokens of each example: T with full_length, else spread evenly
 // from T/2 (example 0) to T (the last), T/2 + ⌊b·(T − T/2)/(B − 1)⌋, the
-// formula bench/pytorch_step.py and bench/jax_step.py use too (B = 1: T).
+// formula bench/step_batch.py gives the Python scripts (B = 1: T).
 std::vector<int64_t> step_lengths(const StepOptions& options);
 
 // `step`'s flags, and the options they give.
