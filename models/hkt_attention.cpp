@@ -79,7 +79,8 @@ Tensor HKTAttention::forward(const Tensor& x, const SequenceMask& mask) const {
   // x: [B, T, d]. SPEC section 3 for the attention, section 4 for the hybrid head.
   std::vector<Tensor> inputs = level_inputs(x, mask);
   Tensor values = v->forward(inputs[0]);  // V from level 0 only, [B, T, d]
-  // Per level, [B, T_l, H, dh] for the fused op (views, no copy), [B, H, T_l, dh] for the reference.
+  // Per level, [B, T_l, H, dh] for the fused op (views, no copy), [B, H, T_l, dh] for the reference. The fused
+  // op spends nothing on padded query rows (PaddedRows::Zero): no valid row and not the pooling reads them.
   const int64_t heads = config_.n_heads;
   auto to_heads = [&](const Tensor& t) { return mask.fused ? view_heads(t, heads) : split_heads(t, heads); };
   std::vector<Tensor> queries, keys;
@@ -89,7 +90,7 @@ Tensor HKTAttention::forward(const Tensor& x, const SequenceMask& mask) const {
   }
   Tensor attended =
       mask.fused ? unview_heads(multiscale_attention(queries, keys, to_heads(values), level_logits, mask.lengths_tensor,
-                                                     config_.stride, mask.causal, HeadLayout::BTHD))
+                                                     config_.stride, mask.causal, HeadLayout::BTHD, PaddedRows::Zero))
                  : merge_heads(multiscale_attention_reference(queries, keys, to_heads(values), level_logits,
                                                               mask.lengths_tensor, config_.stride, mask.causal));
   Tensor gates = channel_gates(gate_logit, config_.head_dim());

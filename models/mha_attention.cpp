@@ -14,11 +14,12 @@ MHAAttention::MHAAttention(const ModelConfig& config, Generator& generator) : he
 
 Tensor MHAAttention::forward(const Tensor& x, const SequenceMask& mask) const {
   // x: [B, T, d]. The fused op reads the projections as [B, T, H, dh] in
-  // place; the reference materialises [B, H, T, T] scores from [B, H, T, dh].
+  // place, and spends nothing on padded query rows (0: nothing reads them);
+  // the reference materialises [B, H, T, T] scores from [B, H, T, dh].
   if (mask.fused)
     return o->forward(unview_heads(attention(view_heads(q->forward(x), heads_), view_heads(k->forward(x), heads_),
                                              view_heads(v->forward(x), heads_), mask.lengths_tensor, mask.causal,
-                                             HeadLayout::BTHD)));
+                                             HeadLayout::BTHD, PaddedRows::Zero)));
   Tensor queries = split_heads(q->forward(x), heads_);
   Tensor keys = split_heads(k->forward(x), heads_);
   Tensor values = split_heads(v->forward(x), heads_);

@@ -9,14 +9,17 @@
 // backward reads it.)
 #include "ops/attention.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <numeric>
 #include <vector>
 
 #include "engine/dispatch.h"
 #include "ops/attention_cpu.h"
 #include "ops/attention_tiles.h"
 #include "ops/common.h"
+#include "ops/mask.h"
 #include "ops/shape.h"
 
 namespace hkt {
@@ -60,11 +63,27 @@ attention_cpu::Problem cpu_problem(const AttentionDims& dims, const Tensor& leng
   p.tile = dims.tile;
   p.lengths = lengths.data<int64_t>();
   p.heads_interleaved = dims.heads_interleaved;
+  p.zero_padded_rows = dims.zero_padded_rows;
   p.parallel = dims.batch * dims.heads * dims.length * dims.length * dims.head_dim > HKT_OMP_MIN_WORK;
+  p.head_order.resize(static_cast<size_t>(dims.batch * dims.heads));
+  std::iota(p.head_order.begin(), p.head_order.end(), int64_t(0));
+  std::stable_sort(p.head_order.begin(), p.head_order.end(),
+                   [&](int64_t a, int64_t b) { return p.lengths[a / p.heads] > p.lengths[b / p.heads]; });
   return p;
 }
 
 Tensor swap_heads_and_time(const Tensor& t) { return permute(t, {0, 2, 1, 3}); }
+
+Tensor zero_padded_rows(const Tensor& out, const Tensor& lengths, HeadLayout layout) {
+  const bool interleaved = layout == HeadLayout::BTHD;
+  const int64_t batch = out.size(0), length = out.size(interleaved ? 1 : 2);
+  const std::vector<int64_t> valid = lengths.to_vector<int64_t>();
+  std::vector<float> padded(static_cast<size_t>(batch * length), 0.0f);  // 1 at rows t ≥ lengths[b]
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = valid[b]; t < length; ++t) padded[b * length + t] = 1.0f;
+  const Shape shape = interleaved ? Shape{batch, length, 1, 1} : Shape{batch, 1, length, 1};
+  return masked_fill(out, Tensor::from_vector(padded, shape).to(out.device()), 0.0);
+}
 
 void check_tile(const char* op, int64_t tile) {
   check(tile == 8 || tile == 16 || tile == 32 || tile == 64 || tile == 128, op, ": tile ", tile,
@@ -137,7 +156,7 @@ HKT_REGISTER_KERNEL("attention_backward", DeviceType::CPU, attention_backward_cp
 // ---- op -------------------------------------------------------------------
 
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths, bool causal,
-                 HeadLayout layout) {
+                 HeadLayout layout, PaddedRows padded) {
   const char* op = "attention";
   check_floating(op, q);
   check_floating(op, k);
@@ -148,6 +167,8 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   check(q.dim() == 4 && q.shape() == k.shape() && q.shape() == v.shape(), op, ": ", shapes,
         ": expected q, k and v of one shape ", attention_tiles::layout_str(layout));
   check(q.numel() > 0, op, ": ", shapes, ": empty tensors");
+  if (padded == PaddedRows::Zero && q.device().type != DeviceType::CPU)
+    return attention_tiles::zero_padded_rows(attention(q, k, v, lengths, causal, layout), lengths, layout);
   if (layout == HeadLayout::BTHD && q.device().type != DeviceType::CPU) {
     using attention_tiles::swap_heads_and_time;
     return swap_heads_and_time(
@@ -155,6 +176,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   }
   AttentionDims dims;
   attention_tiles::fill_dims(dims, q, causal, layout);
+  dims.zero_padded_rows = padded == PaddedRows::Zero;
   Tensor valid = attention_tiles::checked_lengths(op, lengths, dims.batch, dims.length, q.device());
 
   Tensor out = Tensor::empty(q.shape(), q.dtype(), q.device());

@@ -15,17 +15,30 @@ namespace hkt {
 // with no permute copy either way.
 enum class HeadLayout { BHTD, BTHD };
 
+// What the fused ops return at query rows past an example's length (padded
+// positions). Attend: what every other row gets, softmax over the valid keys
+// (the composed masked_fill + softmax's answer; SPEC section 3). Zero: 0,
+// with no work spent on those rows and no gradient through them (the output
+// there is constant), for callers that never read them: in the models the
+// pooling reads only valid rows and no valid row reads a padded query's
+// output, so logits and gradients are the same either way (FlashAttention's
+// variable-length kernels leave padding out the same way). On the CPU the
+// kernels skip the rows; on other devices the op zeroes them after its kernel
+// (masked_fill, whose backward zeroes their gradient).
+enum class PaddedRows { Attend, Zero };
+
 // out = softmax(q kᵀ / sqrt(dh) + mask) v, per batch item and head.
 // q, k, v: [B, H, T, dh] (or [B, T, H, dh] with HeadLayout::BTHD;
 // float32/float64, same dtype and device); lengths: [B]
 // int32/int64, 1 ≤ lengths[b] ≤ T, the valid keys of example b: keys
 // j ≥ lengths[b] are masked, and with `causal` so are keys j > i. Query rows
-// at padded positions still attend to the valid keys, as the composed
-// masked_fill + softmax does. Output in q's layout; differentiable in q, k, v.
-// The CPU backward skips the query rows after a head's last row whose output
-// gradient is nonzero: they add exactly nothing (the models' padded rows).
+// at padded positions attend to the valid keys, as the composed masked_fill +
+// softmax does, or are 0 with PaddedRows::Zero. Output in q's layout;
+// differentiable in q, k, v. The CPU backward skips the query rows after a
+// head's last row whose output gradient is nonzero: they add exactly nothing
+// (the models' padded rows).
 Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths, bool causal,
-                 HeadLayout layout = HeadLayout::BHTD);
+                 HeadLayout layout = HeadLayout::BHTD, PaddedRows padded = PaddedRows::Attend);
 
 // The kernels' problem, shared with CUDA kernels registered under the same
 // names ("attention", "attention_backward", "multiscale_attention", ...).
@@ -37,6 +50,7 @@ struct AttentionDims {
   bool causal = false;
   int64_t tile = 128;  // filled from attention_cpu_tile(causal)
   bool heads_interleaved = false;
+  bool zero_padded_rows = false;  // PaddedRows::Zero; reaches the CPU kernels only (other devices: masked_fill after)
 };
 
 // The tile edge the CPU kernels of both fused ops use for a problem: the one

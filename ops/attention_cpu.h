@@ -31,10 +31,18 @@ struct Problem {
   int64_t row_stride() const { return heads_interleaved ? heads * head_dim : head_dim; }
   int64_t tile = 128;                // query and key rows per tile, ≤ 128
   const int64_t* lengths = nullptr;  // [batch], valid keys per example, in [1, length]
+  bool zero_padded_rows = false;     // query rows from lengths[b] on: 0, no work spent (PaddedRows::Zero)
   bool parallel = true;              // false: one thread (small problems)
   // Multi-scale only: levels, stride, and per level l its rows and block s^l.
   int64_t levels = 1, stride = 2;
   std::vector<int64_t> level_rows, level_block;
+  // The order the kernels' tasks take the (batch, head) pairs in, longest
+  // valid length first (empty: head_index order). A head's work grows with
+  // its valid keys; taken in batch order, a batch whose longest examples come
+  // last left one thread finishing them while the others waited. Results do
+  // not depend on it: no two tasks add to the same values.
+  std::vector<int64_t> head_order;
+  int64_t head_at(int64_t rank) const { return head_order.empty() ? rank : head_order[rank]; }
 };
 
 template <class T>

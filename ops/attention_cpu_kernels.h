@@ -492,13 +492,26 @@ void softmax_tile(Workspace<S>& w, int64_t i0, int64_t rows, int64_t j0, int64_t
   }
 }
 
+// Zeroes rows [first, last) of dh values each (a multiple of W, as every path
+// requires), `stride` apart. Strided rows in vector stores: std::fill of one
+// row compiled to a memset call per row (one 64-byte row of a [B, T, H, 16]
+// gradient).
+template <class S>
+void zero_rows(typename S::T* base, int64_t first, int64_t last, int64_t dh, int64_t stride) {
+  using T = typename S::T;
+  if (stride == dh) return std::fill(base + first * dh, base + last * dh, T(0));
+  for (int64_t r = first; r < last; ++r)
+    for (int64_t d = 0; d < dh; d += S::W) S::store(base + r * stride + d, S::zero());
+}
+
+// Query rows [i0, i1) of one head, i1 − i0 ≤ tile.
 template <class S>
 void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, const KeyTileStore<typename S::T>& keys,
-                  int64_t head_index, int64_t i0) {
+                  int64_t head_index, int64_t i0, int64_t i1) {
   using T = typename S::T;
   using V = typename S::V;
   const Problem& p = w.p;
-  const int64_t dh = w.dh, i1 = std::min(p.length, i0 + p.tile), rows = i1 - i0;
+  const int64_t dh = w.dh, rows = i1 - i0;
   const T scale = T(1) / std::sqrt(T(dh));
   w.bind_head(args, head_index);
   std::fill(w.acc.data, w.acc.data + rows * dh, T(0));
@@ -537,14 +550,22 @@ void forward(const Problem& p, const ForwardArgs<typename S::T>& args) {
     int64_t packed_head = -1;
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t head_index = task / tiles;
+      const int64_t head_index = p.head_at(task / tiles);
       if (head_index != packed_head) {
         w.bind_head(args, head_index);
         for (int64_t j0 = 0; j0 < w.valid; j0 += p.tile)
           load_keys<S>(p, w.k.data, w.np, j0, std::min(w.valid, j0 + p.tile), keys.at(j0 / p.tile));
         packed_head = head_index;
       }
-      forward_task(w, args, keys, head_index, (task % tiles) * p.tile);
+      const int64_t i0 = (task % tiles) * p.tile, i_end = std::min(p.length, i0 + p.tile);
+      // With zero_padded_rows the rows from the valid length on are 0, and
+      // their log2_sum_exp +inf: the backward's P = 2^(S − lse) is 0 there.
+      const int64_t i1 = p.zero_padded_rows ? std::clamp(w.valid, i0, i_end) : i_end;
+      if (i1 > i0) forward_task(w, args, keys, head_index, i0, i1);
+      if (i1 == i_end) continue;
+      zero_rows<S>(args.out + p.head_offset(head_index, p.length), i1, i_end, p.head_dim, p.row_stride());
+      std::fill(args.log2_sum_exp + head_index * p.length + i1, args.log2_sum_exp + head_index * p.length + i_end,
+                std::numeric_limits<typename S::T>::infinity());
     }
   }
 }
@@ -771,18 +792,6 @@ inline int64_t key_chunks(const Problem& p) {
   return std::clamp<int64_t>((kTasks + heads - 1) / heads, 1, key_tiles);
 }
 
-// Zeroes rows [first, last) of dh values each (a multiple of W, as every path
-// requires), `stride` apart. Strided rows in vector stores: std::fill of one
-// row compiled to a memset call per row (one 64-byte row of a [B, T, H, 16]
-// gradient).
-template <class S>
-void zero_rows(typename S::T* base, int64_t first, int64_t last, int64_t dh, int64_t stride) {
-  using T = typename S::T;
-  if (stride == dh) return std::fill(base + first * dh, base + last * dh, T(0));
-  for (int64_t r = first; r < last; ++r)
-    for (int64_t d = 0; d < dh; d += S::W) S::store(base + r * stride + d, S::zero());
-}
-
 template <class S>
 void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
   using T = typename S::T;
@@ -810,8 +819,8 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
     w.query_maps = maps.maps.data;
     Buffer<T*> query_targets(levels), key_targets(levels);
 #pragma omp for schedule(dynamic)
-    for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t head_index = task / chunks, chunk = task % chunks;
+    for (int64_t rank = 0; rank < tasks; ++rank) {
+      const int64_t head_index = p.head_at(rank / chunks), chunk = rank % chunks, task = head_index * chunks + chunk;
       w.bind_head(args.forward, head_index);
       T* shared = partial.data + task * shared_rows * dh;
       for (int64_t l = 0; l < levels; ++l) {
@@ -852,6 +861,8 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         w.delta.data[i] = S::reduce_add(total);
         if (nonzero) row_end = i + 1;
       }
+      // Rows zeroed by the forward (zero_padded_rows) add nothing either: P = 0 there.
+      if (p.zero_padded_rows) row_end = std::min(row_end, w.valid);
       // Whole blocks of 8 rows (zero-dO rows cost work, never a change): a
       // tile of an even row count from an even row keeps level 1's pooling in
       // the dP GEMM's store (SoftmaxGradient) instead of pool_level's pass.

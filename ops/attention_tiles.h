@@ -41,4 +41,9 @@ inline const char* layout_str(HeadLayout layout) {
 // kernels read heads first, so the ops convert a BTHD problem for them.
 Tensor swap_heads_and_time(const Tensor& t);
 
+// out with its query rows from lengths[b] on set to 0 (masked_fill, so their
+// gradient is 0 too): PaddedRows::Zero on devices whose kernels compute every
+// row. out: [B, H, T, dh] ([B, T, H, dh] with BTHD); lengths checked.
+Tensor zero_padded_rows(const Tensor& out, const Tensor& lengths, HeadLayout layout);
+
 }  // namespace hkt::attention_tiles

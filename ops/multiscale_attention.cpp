@@ -153,8 +153,11 @@ void check_multiscale_args(const std::vector<Tensor>& q_levels, const std::vecto
 
 Tensor multiscale_attention(const std::vector<Tensor>& q_levels, const std::vector<Tensor>& k_levels, const Tensor& v,
                             const Tensor& level_logits, const Tensor& lengths, int64_t stride, bool causal,
-                            HeadLayout layout) {
+                            HeadLayout layout, PaddedRows padded) {
   check_multiscale_args(q_levels, k_levels, v, level_logits, stride, layout);
+  if (padded == PaddedRows::Zero && v.device().type != DeviceType::CPU)
+    return attention_tiles::zero_padded_rows(
+        multiscale_attention(q_levels, k_levels, v, level_logits, lengths, stride, causal, layout), lengths, layout);
   if (layout == HeadLayout::BTHD && v.device().type != DeviceType::CPU) {
     using attention_tiles::swap_heads_and_time;
     std::vector<Tensor> queries, keys;
@@ -167,6 +170,7 @@ Tensor multiscale_attention(const std::vector<Tensor>& q_levels, const std::vect
   attention_tiles::fill_dims(dims, v, causal, layout);
   dims.levels = static_cast<int64_t>(q_levels.size());
   dims.stride = stride;
+  dims.zero_padded_rows = padded == PaddedRows::Zero;
   Tensor valid = attention_tiles::checked_lengths(kOp, lengths, dims.batch, dims.length, v.device());
 
   Tensor level_weights = softmax(level_logits, 1);  // λ [H, L]; its own node carries dλ to level_logits

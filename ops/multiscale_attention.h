@@ -18,10 +18,11 @@ namespace hkt {
 // v: [B, H, T, dh]; level_logits: [H, L]; lengths: [B] int32/int64 in [1, T];
 // stride ≥ 2. Output [B, H, T, dh]; differentiable in every q_levels[l],
 // k_levels[l], v and level_logits. With HeadLayout::BTHD every [B, H, ·, dh]
-// above is [B, ·, H, dh] (ops/attention.h).
+// above is [B, ·, H, dh]; PaddedRows::Zero makes the padded query rows 0
+// (ops/attention.h).
 Tensor multiscale_attention(const std::vector<Tensor>& q_levels, const std::vector<Tensor>& k_levels, const Tensor& v,
                             const Tensor& level_logits, const Tensor& lengths, int64_t stride, bool causal,
-                            HeadLayout layout = HeadLayout::BHTD);
+                            HeadLayout layout = HeadLayout::BHTD, PaddedRows padded = PaddedRows::Attend);
 
 // The kernels' problem ("multiscale_attention", "multiscale_attention_backward"):
 // level l has T_l = level_length(length, l, stride) rows and block s^l.

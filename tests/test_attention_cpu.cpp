@@ -291,16 +291,25 @@ std::vector<Tensor> random_inputs(int64_t batch, int64_t length, int64_t levels,
 
 std::function<Tensor(const std::vector<Tensor>&)> op(bool mha, bool reference, int64_t levels, int64_t stride,
                                                      bool causal, const Tensor& lengths,
-                                                     HeadLayout layout = HeadLayout::BHTD) {
+                                                     HeadLayout layout = HeadLayout::BHTD,
+                                                     PaddedRows padded = PaddedRows::Attend) {
   return [=](const std::vector<Tensor>& in) {
     if (mha)
       return reference ? attention_reference(in[0], in[1], in[2], lengths, causal)
-                       : attention(in[0], in[1], in[2], lengths, causal, layout);
+                       : attention(in[0], in[1], in[2], lengths, causal, layout, padded);
     const std::vector<Tensor> q(in.begin(), in.begin() + levels), k(in.begin() + levels, in.begin() + 2 * levels);
     const Tensor &v = in[2 * levels], &logits = in[2 * levels + 1];
     return reference ? multiscale_attention_reference(q, k, v, logits, lengths, stride, causal)
-                     : multiscale_attention(q, k, v, logits, lengths, stride, causal, layout);
+                     : multiscale_attention(q, k, v, logits, lengths, stride, causal, layout, padded);
   };
+}
+
+// 1 at the valid rows t < lengths[b] of a [B, H, T, dh] output, 0 at the padded ones: [B, 1, T, 1].
+Tensor valid_rows(const std::vector<int64_t>& lengths, int64_t length, DType dtype) {
+  std::vector<double> keep(lengths.size() * length, 0.0);
+  for (size_t b = 0; b < lengths.size(); ++b)
+    for (int64_t t = 0; t < lengths[b]; ++t) keep[b * length + t] = 1.0;
+  return Tensor::from_doubles(keep, {static_cast<int64_t>(lengths.size()), 1, length, 1}, dtype);
 }
 
 // [B, H, T, dh] ↔ [B, T, H, dh]; other ranks (level_logits) unchanged.
@@ -379,6 +388,67 @@ TEST_CASE("fused attention gradients with trailing zero rows of dO equal the flo
               }
             }
       }
+  }
+}
+
+TEST_CASE("PaddedRows::Zero: padded rows are 0, valid rows bitwise as Attend's, gradients those of the masked output") {
+  // The loss weights every row, padded ones too: their gradient must not reach q, k or v.
+  for (const auto* path : paths_under_test()) {
+    PathScope scope(path->name);
+    for (int64_t tile : {8, 64}) {
+      TileScope tiles(tile);
+      for (bool mha : {true, false})
+        for (bool causal : {false, true})
+          for (HeadLayout layout : {HeadLayout::BHTD, HeadLayout::BTHD}) {
+            const int64_t levels = mha ? 1 : 3, length = 130, head_dim = 16;
+            // A whole padded tile at tile 8, a tile cut mid-way, one valid row, and no padding at all.
+            const std::vector<int64_t> valid = {length - 29, 1, 67, length};
+            const Tensor lengths = lengths_tensor(valid);
+            const std::vector<Tensor> inputs = random_inputs(4, length, levels, 2, head_dim, mha);
+            const Tensor weights = random_tensor({4, 2, length, head_dim}, 99);
+            auto in_layout = [&](const std::vector<Tensor>& tensors) {
+              if (layout == HeadLayout::BHTD) return tensors;
+              std::vector<Tensor> swapped;
+              for (const Tensor& t : tensors) swapped.push_back(swap_heads(t));
+              return swapped;
+            };
+            auto from_layout = [&](const Tensor& t) { return layout == HeadLayout::BHTD ? t : swap_heads(t); };
+            const std::string what = std::string(path->name) + (mha ? " MHA" : " HKT L=3") + " tile " +
+                                     std::to_string(tile) + (causal ? " causal" : " bidirectional") +
+                                     (layout == HeadLayout::BTHD ? " BTHD" : " BHTD");
+            const auto zero = run(op(mha, false, levels, 2, causal, lengths, layout, PaddedRows::Zero),
+                                  cast_all(in_layout(inputs), DType::Float32), from_layout(weights.to(DType::Float32)));
+            const auto attend = run(op(mha, false, levels, 2, causal, lengths, layout),
+                                    cast_all(in_layout(inputs), DType::Float32), from_layout(weights.to(DType::Float32)));
+            const Tensor keep = valid_rows(valid, length, DType::Float32);
+            INFO(what);
+            // Bitwise on the vector paths; the plain path's scalar loops may be contracted into FMAs
+            // differently for another row count (GCC vectorises them under -march=native).
+            if (std::string(path->name) == "plain")
+              hkt::testing::check_close(what + ": output", from_layout(zero[0]), mul(from_layout(attend[0]), keep), 1e-6);
+            else
+              CHECK(from_layout(zero[0]).to_vector<double>() == mul(from_layout(attend[0]), keep).to_vector<double>());
+            const std::vector<double> out = from_layout(zero[0]).to_vector<double>();
+            for (int64_t b = 0; b < 4; ++b)  // the padded rows exactly 0
+              for (int64_t i = valid[b] * head_dim; i < length * head_dim; ++i)
+                for (int64_t h = 0; h < 2; ++h) CHECK(out[(b * 2 + h) * length * head_dim + i] == 0.0);
+            // The float64 composed reference with its padded rows masked out.
+            const Tensor keep64 = valid_rows(valid, length, DType::Float64);
+            auto masked_reference = op(mha, true, levels, 2, causal, lengths);
+            const auto expected = run([&](const std::vector<Tensor>& in) { return mul(masked_reference(in), keep64); },
+                                      inputs, weights);
+            for (size_t which = 1; which < zero.size(); ++which)
+              hkt::testing::check_close(what + ": gradient of input " + std::to_string(which - 1),
+                                        from_layout(zero[which]), expected[which], 1e-4);
+          }
+    }
+  }
+  // float64 (the plain kernels) against finite differences.
+  const Tensor lengths = lengths_tensor({9, 4});
+  for (bool mha : {true, false}) {
+    const int64_t levels = mha ? 1 : 2;
+    hkt::testing::gradcheck(op(mha, false, levels, 2, false, lengths, HeadLayout::BHTD, PaddedRows::Zero),
+                            random_inputs(2, 9, levels, 2, 8, mha));
   }
 }
 
