@@ -235,6 +235,53 @@ TEST_CASE("CUDA attention: the op runs forward and backward on the device") {
     check_close("grad " + std::to_string(n), gpu_leaves[n].grad(), cpu_leaves[n].grad(), 2e-5);
 }
 
+TEST_CASE("CUDA attention with PaddedRows::Zero equals the CPU's: padded rows 0, no gradient through them") {
+  // The CPU kernels skip the rows; CUDA runs its kernel and masked_fills them. Both layouts, MHA and HKT.
+  HKT_REQUIRE_CUDA_OR_SKIP();
+  const int64_t length = 45, head_dim = 16;
+  const Tensor lengths = lengths_tensor({45, 30});
+  for (HeadLayout layout : {HeadLayout::BHTD, HeadLayout::BTHD})
+    for (bool mha : {true, false}) {
+      INFO((mha ? "MHA" : "HKT L=3") << (layout == HeadLayout::BTHD ? " BTHD" : " BHTD"));
+      const int64_t levels = mha ? 1 : 3;
+      auto shape = [&](int64_t rows) {
+        return layout == HeadLayout::BTHD ? Shape{2, rows, 2, head_dim} : Shape{2, 2, rows, head_dim};
+      };
+      std::vector<Tensor> inputs;  // q_0 … q_{L−1}, k_0 … k_{L−1}, v (the weights λ stay on the CPU side below)
+      for (int side = 0; side < 2; ++side)
+        for (int64_t l = 0; l < levels; ++l)
+          inputs.push_back(random_tensor(shape(level_length(length, l, 2)), 10 + side * levels + l, DType::Float32));
+      inputs.push_back(random_tensor(shape(length), 20, DType::Float32));
+      const Tensor level_logits = random_tensor({2, levels}, 21, DType::Float32);
+      const Tensor grad_out = random_tensor(shape(length), 22, DType::Float32);
+      auto run = [&](Device device) {
+        std::vector<Tensor> leaves;
+        for (const Tensor& t : inputs) leaves.push_back(t.to(device).detach().requires_grad_(true));
+        const std::vector<Tensor> q(leaves.begin(), leaves.begin() + levels),
+            k(leaves.begin() + levels, leaves.begin() + 2 * levels);
+        Tensor out = mha ? attention(q[0], k[0], leaves.back(), lengths.to(device), false, layout, PaddedRows::Zero)
+                         : multiscale_attention(q, k, leaves.back(), level_logits.to(device), lengths.to(device), 2,
+                                                false, layout, PaddedRows::Zero);
+        out.backward(grad_out.to(device));
+        std::vector<Tensor> results{out.detach().to(kCpu)};
+        for (const Tensor& leaf : leaves) results.push_back(leaf.grad().to(kCpu));
+        return results;
+      };
+      const auto gpu = run(kCuda), cpu = run(kCpu);
+      for (size_t n = 0; n < cpu.size(); ++n)
+        check_close(n == 0 ? "out" : "grad " + std::to_string(n - 1), gpu[n], cpu[n], 5e-5);
+      // Example 1's rows from 30 on are exactly 0 on the device too.
+      const std::vector<double> out = gpu[0].to_vector<double>();
+      for (int64_t t = 30; t < length; ++t)
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t d = 0; d < head_dim; ++d) {
+            const int64_t at = layout == HeadLayout::BTHD ? ((length + t) * 2 + h) * head_dim + d
+                                                           : ((2 + h) * length + t) * head_dim + d;
+            CHECK(out[static_cast<size_t>(at)] == 0.0);
+          }
+    }
+}
+
 TEST_CASE("CUDA multiscale attention kernels equal the CPU fused kernel and the composed reference") {
   HKT_REQUIRE_CUDA_OR_SKIP();
   for (bool causal : {false, true}) {
