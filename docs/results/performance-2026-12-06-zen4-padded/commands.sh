@@ -55,3 +55,4 @@ for L in spread full; do for p in --down-pointwise ""; do for t in 2 2 1; do
   build-nocuda/hkt-bench step --model both $p --lengths $L --threads $t --steps 8 --warmup 1 2>/dev/null | grep -i "ratio"
 done; done; done
 } > $out/step-ratio-quiet.txt 2>&1
+BUILD=build VENV=/work/venv-bench OUT=/tmp/compare bench/compare.sh > $out/compare.txt 2>&1   # the whole table of issue 15 in one run (23:3x)
