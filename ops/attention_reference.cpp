@@ -21,12 +21,10 @@ constexpr double kMinusInfinity = -std::numeric_limits<double>::infinity();
 // Fills padded keys (and, causally, keys j > i) of scores [B, H, T, T] with −inf.
 Tensor mask_scores(const Tensor& scores, const Tensor& lengths, bool causal) {
   const int64_t batch = scores.size(0), length = scores.size(2);
-  const auto valid = lengths.to_vector<int64_t>();
-  std::vector<double> padding(static_cast<size_t>(batch * length));
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t j = 0; j < length; ++j) padding[b * length + j] = j >= valid[b] ? 1.0 : 0.0;
-  Tensor masked = masked_fill(
-      scores, Tensor::from_doubles(padding, {batch, 1, 1, length}, scores.dtype(), scores.device()), kMinusInfinity);
+  Tensor masked = masked_fill(scores,
+                              attention_tiles::padded_positions(lengths, length, {batch, 1, 1, length},
+                                                                scores.dtype(), scores.device()),
+                              kMinusInfinity);
   if (!causal) return masked;
   std::vector<double> future(static_cast<size_t>(length * length));
   for (int64_t i = 0; i < length; ++i)
