@@ -37,12 +37,12 @@ struct Problem {
   int64_t levels = 1, stride = 2;
   std::vector<int64_t> level_rows, level_block;
   // The order the kernels' tasks take the (batch, head) pairs in, longest
-  // valid length first (empty: head_index order). A head's work grows with
-  // its valid keys; taken in batch order, a batch whose longest examples come
-  // last left one thread finishing them while the others waited. Results do
-  // not depend on it: no two tasks add to the same values.
+  // valid length first ([batch · heads], from attention_tiles::cpu_problem).
+  // A head's work grows with its valid keys; taken in batch order, a batch
+  // whose longest examples come last left one thread finishing them while
+  // the others waited. Results do not depend on it: no two tasks add to the
+  // same values.
   std::vector<int64_t> head_order;
-  int64_t head_at(int64_t rank) const { return head_order.empty() ? rank : head_order[rank]; }
 };
 
 template <class T>

@@ -550,7 +550,7 @@ void forward(const Problem& p, const ForwardArgs<typename S::T>& args) {
     int64_t packed_head = -1;
 #pragma omp for schedule(dynamic)
     for (int64_t task = 0; task < tasks; ++task) {
-      const int64_t head_index = p.head_at(task / tiles);
+      const int64_t head_index = p.head_order[task / tiles];
       if (head_index != packed_head) {
         w.bind_head(args, head_index);
         for (int64_t j0 = 0; j0 < w.valid; j0 += p.tile)
@@ -820,7 +820,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
     Buffer<T*> query_targets(levels), key_targets(levels);
 #pragma omp for schedule(dynamic)
     for (int64_t rank = 0; rank < tasks; ++rank) {
-      const int64_t head_index = p.head_at(rank / chunks), chunk = rank % chunks, task = head_index * chunks + chunk;
+      const int64_t head_index = p.head_order[rank / chunks], chunk = rank % chunks, task = head_index * chunks + chunk;
       w.bind_head(args.forward, head_index);
       T* shared = partial.data + task * shared_rows * dh;
       for (int64_t l = 0; l < levels; ++l) {
