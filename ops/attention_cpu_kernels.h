@@ -980,7 +980,10 @@ template <class S, bool Backward, int U>
 }
 
 // GELU or its gradient over n floats, kLanes vectors per step; the tail runs
-// one vector at a time, the last through a zero-padded vector.
+// one vector at a time, the last through a zero-padded vector. The backward
+// writes 0 for vectors whose grad_out is all ±0 without computing GELU' (it
+// is finite for finite x): in a training step the padded positions' rows,
+// whose gradient the pooling zeroes, and the exponentials are most of the work.
 template <class S, bool Backward>
 void gelu_entry_impl(const float* x, const float* grad_out, float* out, int64_t n) {
   using V = typename S::V;
@@ -988,9 +991,20 @@ void gelu_entry_impl(const float* x, const float* grad_out, float* out, int64_t 
   // U vectors from xp (and gp, backward) to op.
   auto run = [&]<int U>(const float* xp, const float* gp, float* op, std::integral_constant<int, U>) {
     V xs[U], gs[U], os[U];
+    if constexpr (Backward) {
+      bool nonzero = false;
+      for_lanes<U>([&](int u) {
+        gs[u] = S::load(gp + u * S::W);
+        nonzero = nonzero || S::any_nonzero(gs[u]);
+      });
+      if (!nonzero) {
+        for_lanes<U>([&](int u) { S::store(op + u * S::W, S::zero()); });
+        return;
+      }
+    }
     for_lanes<U>([&](int u) {
       xs[u] = S::load(xp + u * S::W);
-      gs[u] = Backward ? S::load(gp + u * S::W) : S::zero();
+      if constexpr (!Backward) gs[u] = S::zero();
     });
     gelu_lanes<S, Backward, U>(xs, gs, os);
     for_lanes<U>([&](int u) { S::store(op + u * S::W, os[u]); });

@@ -249,6 +249,25 @@ TEST_CASE("the vectorised GELU and its backward match x Φ(x) in double to 3e-6 
     float out = 0;
     path->gelu(&nan, &out, 1);
     CHECK(std::isnan(out));
+    // A gradient that is 0 over whole vectors (a training step's padded rows) gives exactly 0 there,
+    // whichever part of the loop meets it; a vector with one nonzero lane, or a NaN, is computed in full.
+    std::vector<float> sparse = grad;
+    const int64_t zeros = 9 * w + 5, lone = 5 * w + 2;
+    for (int64_t i = 0; i < zeros; ++i) sparse[i] = 0.0f;
+    sparse[lone] = grad[lone];
+    std::vector<float> sparse_dx(zeros + 1);
+    path->gelu_backward(x.data(), sparse.data(), sparse_dx.data(), zeros + 1);
+    for (int64_t i = 0; i < zeros + 1; ++i) {
+      INFO("element " << i);
+      float single = 0;
+      path->gelu_backward(x.data() + i, sparse.data() + i, &single, 1);  // the tail, one element
+      CHECK(sparse_dx[i] == single);
+      if (i != lone && i < zeros) CHECK(sparse_dx[i] == 0.0f);
+    }
+    CHECK(sparse_dx[lone] == dx[lone]);
+    sparse[lone] = nan;
+    path->gelu_backward(x.data(), sparse.data(), sparse_dx.data(), zeros);
+    CHECK(std::isnan(sparse_dx[lone]));
   }
 }
 

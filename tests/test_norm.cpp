@@ -128,3 +128,26 @@ TEST_CASE("layer_norm rejects bad input with the op and shapes named") {
 TEST_CASE("layer_norm on zero rows gives an empty result") {
   CHECK(layer_norm(Tensor::zeros({0, 4}), Tensor::ones({4}), Tensor::zeros({4})).shape() == Shape{0, 4});
 }
+
+TEST_CASE("layer_norm's backward skips rows whose gradient is zero, exactly") {
+  // Rows 10 … 69 of the output are multiplied by 0 (a training step's padded positions): their dX must
+  // be exactly 0 and they must add nothing to dweight or dbias, also where dX is added to a residual's.
+  Tensor x = random_tensor({70, 5}, 57), weight = random_tensor({5}, 58), bias = random_tensor({5}, 59);
+  std::vector<double> keep(70 * 5, 0.0);
+  for (int64_t i = 0; i < 10 * 5; ++i) keep[i] = 1.0;
+  const Tensor rows = Tensor::from_doubles(keep, {70, 5}, DType::Float64);
+  auto f = [&](const std::vector<Tensor>& in) { return mul(layer_norm(in[0], in[1], in[2]), rows); };
+  gradcheck(f, {x, weight, bias});
+  gradcheck([&](const std::vector<Tensor>& in) { return add(in[0], f(in)); }, {x, weight, bias});
+  Tensor xs = x.detach().requires_grad_(true), ws = weight.detach().requires_grad_(true),
+         bs = bias.detach().requires_grad_(true);
+  sum(f({xs, ws, bs})).backward();
+  const std::vector<double> dx = xs.grad().to_vector<double>();
+  for (int64_t i = 10 * 5; i < 70 * 5; ++i) REQUIRE(dx[i] == 0.0);
+  // dweight and dbias from the first 10 rows alone.
+  Tensor head_x = slice(x, 0, 0, 10).detach().requires_grad_(true);
+  Tensor head_w = weight.detach().requires_grad_(true), head_b = bias.detach().requires_grad_(true);
+  sum(layer_norm(head_x, head_w, head_b)).backward();
+  CHECK(max_abs_diff(ws.grad(), head_w.grad()) < 1e-12);
+  CHECK(max_abs_diff(bs.grad(), head_b.grad()) < 1e-12);
+}
