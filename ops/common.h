@@ -65,6 +65,18 @@ T lane_sum(int64_t n, Term&& term) {
   return lanes[0];
 }
 
+// Whether a row of a gradient is all ±0 (NaN is not). The backward kernels of
+// the position-wise ops skip such rows: they add nothing (for finite inputs).
+// In a training step they are the padded positions, whose gradient the
+// pooling zeroes: a quarter of the rows at lengths spread over T/2 … T,
+// nearly half in ListOps.
+template <class T>
+bool row_is_zero(const T* row, int64_t width) {
+  for (int64_t i = 0; i < width; ++i)
+    if (row[i] != T(0)) return false;
+  return true;
+}
+
 void check_defined(const char* op, const Tensor& t, const char* what = "input");
 void check_floating(const char* op, const Tensor& t);
 void check_index(const char* op, const Tensor& t);

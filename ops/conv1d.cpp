@@ -71,6 +71,7 @@ void depthwise_conv1d_backward_cpu(const Tensor& x, const Tensor& weight, const 
       T* dw_taps = params ? partials.data() + b * partial_size : nullptr;
       for (int64_t m = 0; m < T_out; ++m) {
         const T* dy = dys + m * C;
+        if (row_is_zero(dy, C)) continue;  // adds nothing anywhere (ops/common.h)
         if (dw_taps) {
           T* dbias = dw_taps + k * C;
           for (int64_t c = 0; c < C; ++c) dbias[c] += dy[c];

@@ -42,6 +42,7 @@ void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& 
 // dV rows get terms only from their own sequence, t ascending (row t' first
 // from t = t'); dW, dbias and dβ go to the sequence's [k + 2, C] partial (in
 // L1), added in sequence order: the result does not depend on the thread count.
+// A row whose g is 0 (a padded position) only writes its zeros.
 void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const Tensor& weight, const Tensor& bias,
                              const Tensor& gates, const Tensor& grad_out, Tensor& grad_attended, Tensor& grad_values,
                              Tensor& grad_weight, Tensor& grad_bias, Tensor& grad_gates, bool accumulate) {
@@ -68,6 +69,11 @@ void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const
         for (int64_t t = 0; t < length; ++t) {
           const int64_t row = b * length + t;
           const T *g = pg + row * C, *a = pa + row * C;
+          if (row_is_zero(g, C)) {  // dA = 0 and no other term; only a dV row written first here needs its 0
+            if (pda) std::fill(pda + row * C, pda + (row + 1) * C, T(0));
+            if (dvs && !accumulate) std::fill(dvs + t * C, dvs + (t + 1) * C, T(0));
+            continue;
+          }
           conv_row(vs, length, t - k + 1, C, k, taps.data(), pb, conv.data());
           if (pda)
             for (int64_t c = 0; c < C; ++c) pda[row * C + c] = g[c] * beta[c];

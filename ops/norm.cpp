@@ -42,17 +42,6 @@ void layer_norm_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, d
   });
 }
 
-// Whether a row's output gradient is all ±0: then its dx is 0 and it adds
-// nothing to dweight or dbias (for finite x), so the backward skips it. In a
-// training step these are the padded positions, whose gradient the pooling
-// zeroes: a quarter of the rows at lengths spread over T/2 … T.
-template <class T>
-bool row_is_zero(const T* g, int64_t width) {
-  for (int64_t d = 0; d < width; ++d)
-    if (g[d] != T(0)) return false;
-  return true;
-}
-
 // Rows per block of the parameter-gradient reduction: a constant, so that the
 // blocks and the order they are summed in do not depend on the thread count.
 constexpr int64_t kLayerNormRowsPerBlock = 32;
@@ -89,7 +78,7 @@ void layer_norm_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor
         const T* row = px + n * width;
         const T* g = pg + n * width;
         T* dx = pdx + n * width;
-        if (row_is_zero(g, width)) {  // dx = 0, nothing for dweight or dbias
+        if (row_is_zero(g, width)) {  // dx = 0, nothing for dweight or dbias (ops/common.h)
           if (!accumulate) std::fill(dx, dx + width, T(0));
           continue;
         }

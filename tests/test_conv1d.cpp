@@ -263,3 +263,32 @@ TEST_CASE("hybrid_mix rejects bad input with the op and shapes named") {
   CHECK_THROWS_WITH(hybrid_mix(Tensor::zeros({5, 4}), Tensor::zeros({5, 4}), w, b, gates),
                     "hybrid_mix: values [5, 4] is not 3-D [B, T, C]");
 }
+
+TEST_CASE("depthwise_conv1d and hybrid_mix: output rows whose gradient is zero are skipped, exactly") {
+  // A training step's padded positions: each sequence's last rows (and here one row inside) get gradient
+  // exactly 0. The backward skips them; the gradients must still be those of finite differences, also
+  // with V's gradient added to the one it already has (accumulate) and with dX zeroed first.
+  const ConvCase c{3, 12, 4, 3, 1};
+  std::vector<double> keep(c.B * c.T * c.C, 1.0);
+  const int64_t valid[] = {12, 7, 1};
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t t = 0; t < c.T; ++t)
+      if (t >= valid[b] || (b == 0 && t == 4))
+        for (int64_t ch = 0; ch < c.C; ++ch) keep[(b * c.T + t) * c.C + ch] = 0.0;
+  const Tensor rows = Tensor::from_doubles(keep, {c.B, c.T, c.C}, DType::Float64);
+  const std::vector<Tensor> in = mix_inputs(c, DType::Float64);
+  gradcheck([&](const std::vector<Tensor>& x) { return mul(hybrid_mix(x[0], x[1], x[2], x[3], x[4]), rows); }, in);
+  gradcheck(
+      [&](const std::vector<Tensor>& x) {
+        Tensor v = mul(x[1], 1.5);  // two consumers: V's gradient is added to
+        return add(mul(hybrid_mix(x[0], v, x[2], x[3], x[4]), rows), mul(v, v));
+      },
+      in);
+  for (int64_t stride : {1, 2}) {
+    INFO("stride " << stride);
+    const int64_t t_out = (c.T + stride - 1) / stride;
+    const Tensor out_rows = slice(rows, 1, 0, t_out);
+    gradcheck([&](const std::vector<Tensor>& x) { return mul(depthwise_conv1d(x[0], x[1], x[2], stride), out_rows); },
+              {in[1], in[2], in[3]});
+  }
+}
