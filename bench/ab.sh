@@ -6,19 +6,40 @@
 #
 #   bench/ab.sh attention BUILD_A BUILD_B [rounds]   # MHA and HKT L=3, T=512: forward and backward ms
 #   bench/ab.sh step BUILD_A BUILD_B [rounds]        # the SPEC-size step of both models: step ms, CPU ms
+#   bench/ab.sh listops BUILD_A BUILD_B [rounds]     # hkt-train on ListOps as reproduce.sh makes it
+#                                                    # (lengths 64 … 512, mean 277): median, min step ms
 #
 # Prints, per build and model, the minimum and median over the rounds (each
-# round's value is itself the best of 10 runs, or the median of the steps).
+# round's value is itself the best of 10 runs, or the median of the steps;
+# listops: of the steps after the first of a 30-step run).
 # Settings (environment): THREADS (1), BATCH (attention: 8), STEPS (step: 4),
 # EXTRA (step: extra flags, default --down-pointwise). Stop other work first.
 set -euo pipefail
-mode="${1:?attention or step}" a="${2:?BUILD_A}" b="${3:?BUILD_B}" rounds="${4:-5}"
+mode="${1:?attention, step or listops}" a="${2:?BUILD_A}" b="${3:?BUILD_B}" rounds="${4:-5}"
 threads="${THREADS:-1}"
 export OMP_WAIT_POLICY=passive
+data=$(mktemp -d)
+trap 'rm -rf "$data"' EXIT
+if [ "$mode" = listops ]; then
+  "$b/listops-gen" --seed 5 --count 512 --min-len 64 --max-len 512 --max-depth 10 --max-args 10 \
+    --out "$data/train.tsv" >/dev/null
+  "$b/listops-gen" --seed 6 --count 64 --min-len 64 --max-len 512 --max-depth 10 --max-args 10 \
+    --out "$data/val.tsv" >/dev/null
+fi
 echo "uptime before: $(uptime)"
 for r in $(seq "$rounds"); do
   for dir in "$a" "$b"; do
-    if [ "$mode" = attention ]; then
+    if [ "$mode" = listops ]; then
+      for model in mha hkt; do  # HKT with SPEC section 2's pointwise projection, hkt-train's default
+        "$dir/hkt-train" --task listops --data "$data" --seq-len 512 --d-model 64 --layers 2 --heads 4 --d-ff 128 \
+          --batch 32 --steps 30 --log-every 1 --eval-every 1000000 --eval-batches 1 --threads "$threads" \
+          --model "$model" --overwrite --out "$data/run" >/dev/null 2>&1
+        python3 -c '
+import json, statistics, sys
+steps = [json.loads(l)["step_ms"] for l in open(sys.argv[3]) if "\"type\":\"train\"" in l][1:]
+print(sys.argv[1], sys.argv[2], statistics.median(steps), min(steps))' "$dir" "$model" "$data/run/metrics.jsonl"
+      done
+    elif [ "$mode" = attention ]; then
       for c in mha,fused,1,512 hkt,fused,3,512; do
         "$dir/hkt-bench" --case "$c" --batch "${BATCH:-8}" --heads 4 --threads "$threads" --repeats 10 2>/dev/null |
           awk -v d="$dir" -v c="${c%%,*}" '{printf "%s %s %.3f %.3f\n", d, c, $1, $2 - $1}'
@@ -35,7 +56,8 @@ for line in sys.stdin:
   done
 done | python3 -c '
 import collections, statistics, sys
-names = ("forward ms", "backward ms") if sys.argv[1] == "attention" else ("step ms", "CPU ms")
+names = {"attention": ("forward ms", "backward ms"), "listops": ("median step ms", "min step ms")}.get(
+    sys.argv[1], ("step ms", "CPU ms"))
 runs = collections.defaultdict(list)
 for line in sys.stdin:
     build, model, x, y = line.split()
