@@ -233,21 +233,28 @@ void transpose_blocks(const typename S::T* src, int64_t src_stride, int64_t rows
     }
 }
 
-// out[d · ld + c] = rows[c · stride + d] for c < count, 0 for count ≤ c < ld.
-// Whole W × W blocks in registers: the scalar loop, a load from a new cache
-// line per value, was 70 % of load_keys, itself 5 % of the HKT attention op
-// on a Sapphire Rapids core, and gathers still 1.9 % of the HKT step.
+// out[d · ld + c] = rows[c · stride + d] for c < count, 0 for count ≤ c < end
+// (end ≤ ld). Whole W × W blocks in registers: the scalar loop, a load from a
+// new cache line per value, was 70 % of load_keys, itself 5 % of the HKT
+// attention op on a Sapphire Rapids core, and gathers still 1.9 % of the HKT step.
 template <class S>
-void pack_transposed(const typename S::T* rows, int64_t count, int64_t dh, int64_t stride, int64_t ld,
-                     typename S::T* out) {
+void pack_transposed_to(const typename S::T* rows, int64_t count, int64_t dh, int64_t stride, int64_t ld,
+                        int64_t end, typename S::T* out) {
   using T = typename S::T;
   const int64_t whole_c = count / S::W * S::W, whole_d = dh / S::W * S::W;
   transpose_blocks<S>(rows, stride, whole_c, whole_d, out, ld);
   for (int64_t d = 0; d < dh; ++d) {  // what the blocks left: the last columns, the last rows of d
     T* line = out + d * ld;
     for (int64_t c = d < whole_d ? whole_c : 0; c < count; ++c) line[c] = rows[c * stride + d];
-    std::fill(line + count, line + ld, T(0));
+    std::fill(line + count, line + std::max(count, end), T(0));
   }
+}
+
+// The same with zeros up to ld (Path::pack_transposed).
+template <class S>
+void pack_transposed(const typename S::T* rows, int64_t count, int64_t dh, int64_t stride, int64_t ld,
+                     typename S::T* out) {
+  pack_transposed_to<S>(rows, count, dh, stride, ld, ld, out);
 }
 
 // pack_transposed's inverse: rows[c · stride + d] = (or +=) in[d · ld + c]
@@ -281,18 +288,26 @@ void load_keys(const Problem& p, const typename S::T* const* keys, int64_t np, i
     t.col0 = j0 / block;
     t.cols = (j1 - 1) / block - t.col0 + 1;
     t.padded = round_up(t.cols, S::W);
-    pack_transposed<S>(keys[l] + t.col0 * rs, t.cols, dh, rs, np, out.keys_t + l * dh * np);
+    // The GEMMs read t.padded columns: zeros past the keys up to there, not to np (at the coarse
+    // levels most of np, a memset per row).
+    pack_transposed_to<S>(keys[l] + t.col0 * rs, t.cols, dh, rs, np, t.padded, out.keys_t + l * dh * np);
     if (l == 0) continue;
-    // A finer column's first fine key lies in the same coarse column as all its others (the maps nest).
-    const int64_t finer_block = p.level_block[l - 1], finer_col0 = out.geometry[l - 1].col0;
-    auto column = [&](int64_t c) {
-      return static_cast<int32_t>(std::min((finer_col0 + c) * finer_block / block - t.col0, t.cols - 1));
-    };
-    for (int64_t v = 0; v < np / S::W; ++v) {
-      const int32_t base = column(v * S::W);
-      out.window_base[l * (np / S::W) + v] = base;
-      for (int64_t lane = 0; lane < S::W; ++lane)
-        out.window_index[l * np + v * S::W + lane] = column(v * S::W + lane) - base;
+    // A finer column's first fine key lies in the same coarse column as all its others (the maps
+    // nest: block = ratio · finer block), so column c of level l − 1's tile is coarse column
+    // ⌊(finer_col0 + c) / ratio⌋ − t.col0, clamped to the tile's last: walked with a running quotient
+    // instead of a 64-bit division per lane.
+    const int64_t ratio = block / p.level_block[l - 1], finer_col0 = out.geometry[l - 1].col0;
+    int64_t quotient = finer_col0 / ratio, remainder = finer_col0 % ratio;
+    int32_t* window_base = out.window_base + l * (np / S::W);
+    int32_t* window_index = out.window_index + l * np;
+    for (int64_t c = 0; c < np; ++c) {
+      const auto column = static_cast<int32_t>(std::min(quotient - t.col0, t.cols - 1));
+      if (c % S::W == 0) window_base[c / S::W] = column;
+      window_index[c] = column - window_base[c / S::W];
+      if (++remainder == ratio) {
+        remainder = 0;
+        ++quotient;
+      }
     }
   }
 }
