@@ -5,7 +5,6 @@
 #include <cblas.h>
 
 #include <algorithm>
-#include <bit>
 #include <climits>
 #include <cstdlib>
 #include <iostream>
@@ -113,12 +112,8 @@ bool split_depth(int64_t m, int64_t k) { return m < 384 && k >= 2 * kDepthChunk;
 // multiplies them by 0), a quarter of B·T at lengths spread over T/2 … T.
 // Exact for finite B (0 · inf would be NaN).
 bool block_is_zero(const float* p, int64_t rows, int64_t cols, int64_t stride) {
-  for (int64_t r = 0; r < rows; ++r) {
-    uint32_t bits = 0;
-    const float* row = p + r * stride;
-    for (int64_t c = 0; c < cols; ++c) bits |= std::bit_cast<uint32_t>(row[c]) & 0x7fffffffu;
-    if (bits) return false;
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    if (!row_is_zero(p + r * stride, cols)) return false;
   return true;
 }
 
