@@ -19,6 +19,9 @@ struct SequenceMask {
   // materialise every T × T score matrix.
   bool fused = true;
   Tensor valid_rows;  // [B, T, 1], 1 at valid positions, 0 at padding
+  // The attention's input is already 0 at padded positions (the block's
+  // layer_norm_masked), so HKT's levels need no multiply by valid_rows.
+  bool padded_rows_zero = false;
 
   // lengths_tensor [B] (int), each in [1, T]; masks in dtype/device.
   static SequenceMask build(const Tensor& lengths_tensor, int64_t length, bool causal, DType dtype, Device device,

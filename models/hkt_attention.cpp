@@ -70,7 +70,8 @@ HKTAttention::HKTAttention(const ModelConfig& config, Generator& generator) : co
 }
 
 std::vector<Tensor> HKTAttention::level_inputs(const Tensor& x, const SequenceMask& mask) const {
-  std::vector<Tensor> inputs{mul(x, mask.valid_rows)};
+  // X^(0): x with padded rows 0 (SPEC section 2), which the block's layer_norm_masked already made them.
+  std::vector<Tensor> inputs{mask.padded_rows_zero ? x : mul(x, mask.valid_rows)};
   for (const auto& downsample : down) inputs.push_back(downsample->forward(inputs.back()));
   return inputs;
 }

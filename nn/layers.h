@@ -22,6 +22,10 @@ struct LayerNorm : Module {
   Parameter weight, bias;  // [d], [d]
   explicit LayerNorm(int64_t d);
   Tensor forward(const Tensor& x) const { return layer_norm(x, weight, bias, 1e-5); }
+  // x [B, T, d] with the rows of padded positions (t ≥ lengths[b]) left 0 (layer_norm_masked).
+  Tensor forward(const Tensor& x, const Tensor& lengths) const {
+    return layer_norm_masked(x, weight, bias, lengths, 1e-5);
+  }
 };
 
 struct Embedding : Module {

@@ -9,16 +9,35 @@
 
 #include "engine/dispatch.h"
 #include "ops/common.h"
+#include "ops/mask.h"
 
 namespace hkt {
 
 // ---- CPU kernels ----------------------------------------------------------
 
+namespace {
+
+// Which rows a kernel normalises: all, or with lengths (layer_norm_masked)
+// row t of each run of `length` rows only while t < lengths[b].
+struct ValidRows {
+  const int64_t* lengths = nullptr;
+  int64_t length = 1;
+  bool padded(int64_t n) const { return lengths && n % length >= lengths[n / length]; }
+};
+
+ValidRows valid_rows(const Tensor& lengths, const Tensor& x) {
+  if (!lengths.defined()) return {};
+  return {lengths.data<int64_t>(), x.size(1)};
+}
+
+}  // namespace
+
 // mean = Σ x / D,  var = Σ (x − mean)² / D  (two passes: no cancellation),
 // rstd = 1 / sqrt(var + eps),  y = (x − mean) · rstd ⊙ weight + bias.
-// Saves mean and rstd per row (2 values a row) for the backward.
-void layer_norm_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& out,
-                    Tensor& mean, Tensor& rstd) {
+// Saves mean and rstd per row (2 values a row) for the backward. A padded
+// row (layer_norm_masked) is 0, with mean and rstd 0.
+void layer_norm_rows_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const ValidRows& rows_in,
+                         Tensor& out, Tensor& mean, Tensor& rstd) {
   visit_floating("layer_norm", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = static_cast<const T*>(x.raw_data());
@@ -32,6 +51,11 @@ void layer_norm_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, d
     for (int64_t n = 0; n < rows; ++n) {
       const T* row = px + n * width;
       T* y = po + n * width;
+      if (rows_in.padded(n)) {
+        std::fill(y, y + width, T(0));
+        pm[n] = pr[n] = T(0);
+        continue;
+      }
       const T m = lane_sum<T>(width, [&](int64_t d) { return row[d]; }) / static_cast<T>(width);
       const T squares = lane_sum<T>(width, [&](int64_t d) { return (row[d] - m) * (row[d] - m); });
       const T s = T(1) / std::sqrt(squares / static_cast<T>(width) + static_cast<T>(eps));
@@ -51,9 +75,10 @@ constexpr int64_t kLayerNormRowsPerBlock = 32;
 //   dweight = Σ_rows g ⊙ x̂,  dbias = Σ_rows g
 // Each block of rows sums its own partial dweight/dbias; the blocks are then
 // added in block order.
-void layer_norm_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
-                             const Tensor& grad_out, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias,
-                             bool accumulate) {
+// A padded row (layer_norm_masked) passes no gradient: its dx is 0, and it adds nothing to dweight or dbias.
+void layer_norm_rows_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+                                  const ValidRows& rows_in, const Tensor& grad_out, Tensor& grad_x,
+                                  Tensor& grad_weight, Tensor& grad_bias, bool accumulate) {
   visit_floating("layer_norm_backward", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = static_cast<const T*>(x.raw_data());
@@ -78,7 +103,7 @@ void layer_norm_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor
         const T* row = px + n * width;
         const T* g = pg + n * width;
         T* dx = pdx + n * width;
-        if (row_is_zero(g, width)) {  // dx = 0, nothing for dweight or dbias (ops/common.h)
+        if (rows_in.padded(n) || row_is_zero(g, width)) {  // dx = 0, nothing for dweight or dbias (ops/common.h)
           if (!accumulate) std::fill(dx, dx + width, T(0));
           continue;
         }
@@ -110,42 +135,107 @@ void layer_norm_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor
   });
 }
 
+void layer_norm_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, Tensor& out,
+                    Tensor& mean, Tensor& rstd) {
+  layer_norm_rows_cpu(x, weight, bias, eps, {}, out, mean, rstd);
+}
+void layer_norm_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+                             const Tensor& grad_out, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias,
+                             bool accumulate) {
+  layer_norm_rows_backward_cpu(x, weight, mean, rstd, {}, grad_out, grad_x, grad_weight, grad_bias, accumulate);
+}
+void layer_norm_masked_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                           const Tensor& lengths, Tensor& out, Tensor& mean, Tensor& rstd) {
+  layer_norm_rows_cpu(x, weight, bias, eps, valid_rows(lengths, x), out, mean, rstd);
+}
+void layer_norm_masked_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& mean, const Tensor& rstd,
+                                    const Tensor& lengths, const Tensor& grad_out, Tensor& grad_x,
+                                    Tensor& grad_weight, Tensor& grad_bias, bool accumulate) {
+  layer_norm_rows_backward_cpu(x, weight, mean, rstd, valid_rows(lengths, x), grad_out, grad_x, grad_weight,
+                               grad_bias, accumulate);
+}
+
 HKT_REGISTER_KERNEL(kernels::layer_norm, DeviceType::CPU, layer_norm_cpu);
 HKT_REGISTER_KERNEL(kernels::layer_norm_backward, DeviceType::CPU, layer_norm_backward_cpu);
+HKT_REGISTER_KERNEL(kernels::layer_norm_masked, DeviceType::CPU, layer_norm_masked_cpu);
+HKT_REGISTER_KERNEL(kernels::layer_norm_masked_backward, DeviceType::CPU, layer_norm_masked_backward_cpu);
 
 // ---- ops ------------------------------------------------------------------
 
-Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
-  check_floating("layer_norm", x);
-  check_defined("layer_norm", weight, "weight");
-  check_defined("layer_norm", bias, "bias");
-  check_compatible("layer_norm", {x, weight, bias});
-  check(x.dim() >= 1, "layer_norm: input ", shape_str(x.shape()), " has no last axis to normalise");
-  const int64_t width = x.size(-1);
-  check(weight.shape() == Shape{width}, "layer_norm: input ", shape_str(x.shape()), " but weight ",
-        shape_str(weight.shape()));
-  check(bias.shape() == Shape{width}, "layer_norm: input ", shape_str(x.shape()), " but bias ",
-        shape_str(bias.shape()));
-  check(width > 0, "layer_norm: empty last axis in input ", shape_str(x.shape()));
-  check(eps >= 0, "layer_norm: eps must be >= 0, got ", eps);
+namespace {
 
-  const int64_t rows = x.numel() / width;
+void check_layer_norm(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  check_floating(op, x);
+  check_defined(op, weight, "weight");
+  check_defined(op, bias, "bias");
+  check_compatible(op, {x, weight, bias});
+  check(x.dim() >= 1, op, ": input ", shape_str(x.shape()), " has no last axis to normalise");
+  const int64_t width = x.size(-1);
+  check(weight.shape() == Shape{width}, op, ": input ", shape_str(x.shape()), " but weight ",
+        shape_str(weight.shape()));
+  check(bias.shape() == Shape{width}, op, ": input ", shape_str(x.shape()), " but bias ", shape_str(bias.shape()));
+  check(width > 0, op, ": empty last axis in input ", shape_str(x.shape()));
+  check(eps >= 0, op, ": eps must be >= 0, got ", eps);
+}
+
+// The forward and the graph node of both ops; lengths undefined: every row valid.
+Tensor layer_norm_node(const char* op, const char* backward_op, const Tensor& x, const Tensor& weight,
+                       const Tensor& bias, const Tensor& lengths, double eps) {
+  const int64_t rows = x.numel() / x.size(-1);
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());
   Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());
-  dispatch::kernel<LayerNormKernel>(kernels::layer_norm, x.device())(x, weight, bias, eps, out, mean, rstd);
-  record("layer_norm", {x, weight, bias}, out,
-         [x = x.detach(), weight = weight.detach(), mean, rstd](const Tensor& g) -> std::vector<Tensor> {
+  if (lengths.defined())
+    dispatch::kernel<LayerNormMaskedKernel>(op, x.device())(x, weight, bias, eps, lengths, out, mean, rstd);
+  else
+    dispatch::kernel<LayerNormKernel>(op, x.device())(x, weight, bias, eps, out, mean, rstd);
+  record(op, {x, weight, bias}, out,
+         [backward_op, x = x.detach(), weight = weight.detach(), lengths, mean,
+          rstd](const Tensor& g) -> std::vector<Tensor> {
            // dX adds into the gradient x already has (a residual branch's), where autograd hands it over.
            const Tensor sum = take_gradient_sum(0);
            Tensor grad_x = sum.defined() ? sum : Tensor::empty(x.shape(), x.dtype(), x.device());
            Tensor grad_weight = Tensor::empty(weight.shape(), weight.dtype(), weight.device());
            Tensor grad_bias = Tensor::empty(weight.shape(), weight.dtype(), weight.device());
-           dispatch::kernel<LayerNormBackwardKernel>(kernels::layer_norm_backward, x.device())(
-               x, weight, mean, rstd, g, grad_x, grad_weight, grad_bias, sum.defined());
+           if (lengths.defined())
+             dispatch::kernel<LayerNormMaskedBackwardKernel>(backward_op, x.device())(
+                 x, weight, mean, rstd, lengths, g, grad_x, grad_weight, grad_bias, sum.defined());
+           else
+             dispatch::kernel<LayerNormBackwardKernel>(backward_op, x.device())(
+                 x, weight, mean, rstd, g, grad_x, grad_weight, grad_bias, sum.defined());
            return {grad_x, grad_weight, grad_bias};
          });
   return out;
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  check_layer_norm("layer_norm", x, weight, bias, eps);
+  return layer_norm_node(kernels::layer_norm, kernels::layer_norm_backward, x, weight, bias, Tensor(), eps);
+}
+
+Tensor layer_norm_masked(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tensor& lengths,
+                         double eps) {
+  const char* op = kernels::layer_norm_masked;
+  check_layer_norm(op, x, weight, bias, eps);
+  check(x.dim() == 3, op, ": input ", shape_str(x.shape()), " is not 3-D [B, T, D]");
+  check_defined(op, lengths, "lengths");
+  check(lengths.dim() == 1 && lengths.size(0) == x.size(0) && !is_floating(lengths.dtype()), op, ": lengths ",
+        lengths.str(), " but input ", shape_str(x.shape()), " (expected integers, [", x.size(0), "])");
+  const std::vector<int64_t> values = lengths.to_vector<int64_t>();
+  for (size_t b = 0; b < values.size(); ++b)
+    check(values[b] >= 0 && values[b] <= x.size(1), op, ": length ", values[b], " of example ", b,
+          " is outside [0, ", x.size(1), "]");
+  if (x.device().type != DeviceType::CPU) {  // composed: layer_norm, then the padded rows filled with 0
+    std::vector<double> padded(static_cast<size_t>(x.size(0) * x.size(1)), 0.0);
+    for (size_t b = 0; b < values.size(); ++b)
+      for (int64_t t = values[b]; t < x.size(1); ++t) padded[b * x.size(1) + t] = 1.0;
+    return masked_fill(layer_norm(x, weight, bias, eps),
+                       Tensor::from_doubles(padded, {x.size(0), x.size(1), 1}, x.dtype(), x.device()), 0.0);
+  }
+  return layer_norm_node(op, kernels::layer_norm_masked_backward, x, weight, bias,
+                         Tensor::from_vector(values, {x.size(0)}), eps);
 }
 
 }  // namespace hkt

@@ -27,6 +27,9 @@ const std::set<std::string> kCpuOnly = {
     // on CUDA the op is its composition, depthwise_conv1d then lerp (their kernels; ops/hybrid_mix.h)
     "hybrid_mix",
     "hybrid_mix_backward",
+    // on CUDA the op is its composition, layer_norm then masked_fill (ops/norm.h)
+    "layer_norm_masked",
+    "layer_norm_masked_backward",
 };
 const std::set<std::string> kCudaOnly = {
     "adamw_step_multi",  // every parameter in one launch; AdamW falls back to adamw_step per parameter elsewhere
@@ -77,6 +80,8 @@ const std::vector<GradientCheck> kGradientChecks = {
     {"log_softmax_backward", "test_softmax.cpp", "log_softmax("},
     {"layer_norm", "test_norm.cpp", "layer_norm("},
     {"layer_norm_backward", "test_norm.cpp", "layer_norm("},
+    {"layer_norm_masked", "test_norm.cpp", "layer_norm_masked("},
+    {"layer_norm_masked_backward", "test_norm.cpp", "layer_norm_masked("},
     {"cross_entropy", "test_loss.cpp", "cross_entropy("},
     {"cross_entropy_backward", "test_loss.cpp", "cross_entropy("},
     {"index_select", "test_index.cpp", "index_select("},

@@ -151,3 +151,47 @@ TEST_CASE("layer_norm's backward skips rows whose gradient is zero, exactly") {
   CHECK(max_abs_diff(ws.grad(), head_w.grad()) < 1e-12);
   CHECK(max_abs_diff(bs.grad(), head_b.grad()) < 1e-12);
 }
+
+TEST_CASE("layer_norm_masked is layer_norm with the padded rows 0, in value and gradient") {
+  // Lengths 0 (all padded), 1, T − 1 and T, over more rows than one reduction block (32), and the
+  // gradient added into a residual's: against the composed layer_norm(x) ⊙ valid_rows.
+  const int64_t batch = 4, length = 23, width = 6;
+  const std::vector<int64_t> valid = {0, 1, length - 1, length};
+  const Tensor lengths = Tensor::from_vector(valid, {batch});
+  std::vector<double> keep(static_cast<size_t>(batch * length), 0.0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < valid[b]; ++t) keep[b * length + t] = 1.0;
+  const Tensor rows = Tensor::from_doubles(keep, {batch, length, 1}, DType::Float64);
+  Tensor x = random_tensor({batch, length, width}, 60), weight = random_tensor({width}, 61),
+         bias = random_tensor({width}, 62);
+  CHECK(max_abs_diff(layer_norm_masked(x, weight, bias, lengths), mul(layer_norm(x, weight, bias), rows)) == 0.0);
+  auto masked = [&](const std::vector<Tensor>& in) { return layer_norm_masked(in[0], in[1], in[2], lengths); };
+  gradcheck(masked, {x, weight, bias});
+  gradcheck([&](const std::vector<Tensor>& in) { return add(in[0], mul(masked(in), in[0])); }, {x, weight, bias});
+  // A loss on the padded rows too: they are constant 0, so x gets no gradient there, and the
+  // parameters none from them.
+  Tensor xs = x.detach().requires_grad_(true), ws = weight.detach().requires_grad_(true),
+         bs = bias.detach().requires_grad_(true);
+  const Tensor g = random_tensor({batch, length, width}, 63);
+  layer_norm_masked(xs, ws, bs, lengths).backward(g);
+  Tensor xr = x.detach().requires_grad_(true), wr = weight.detach().requires_grad_(true),
+         br = bias.detach().requires_grad_(true);
+  mul(layer_norm(xr, wr, br), rows).backward(g);
+  CHECK(max_abs_diff(xs.grad(), xr.grad()) < 1e-12);
+  CHECK(max_abs_diff(ws.grad(), wr.grad()) < 1e-12);
+  CHECK(max_abs_diff(bs.grad(), br.grad()) < 1e-12);
+  const std::vector<double> dx = xs.grad().to_vector<double>();
+  for (int64_t i = 0; i < length * width; ++i) REQUIRE(dx[i] == 0.0);  // example 0: every row padded
+}
+
+TEST_CASE("layer_norm_masked rejects bad lengths with the op named") {
+  const Tensor x = Tensor::zeros({2, 5, 3}), w = Tensor::ones({3}), b = Tensor::zeros({3});
+  REQUIRE_THROWS_WITH(layer_norm_masked(x, w, b, Tensor::from_vector(std::vector<int64_t>{5, 6}, {2})),
+                      "layer_norm_masked: length 6 of example 1 is outside [0, 5]");
+  REQUIRE_THROWS_WITH(layer_norm_masked(x, w, b, Tensor::from_vector(std::vector<int64_t>{5}, {1})),
+                      Catch::Contains("layer_norm_masked: lengths") && Catch::Contains("(expected integers, [2])"));
+  REQUIRE_THROWS_WITH(layer_norm_masked(x, w, b, Tensor::zeros({2})), Catch::Contains("expected integers"));
+  REQUIRE_THROWS_WITH(layer_norm_masked(Tensor::zeros({5, 3}), w, b, Tensor::from_vector(std::vector<int64_t>{5}, {1})),
+                      "layer_norm_masked: input [5, 3] is not 3-D [B, T, D]");
+  REQUIRE_THROWS_WITH(layer_norm_masked(x, w, b, Tensor()), "layer_norm_masked: lengths is an undefined tensor");
+}
