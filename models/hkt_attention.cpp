@@ -96,7 +96,8 @@ Tensor HKTAttention::forward(const Tensor& x, const SequenceMask& mask) const {
                                                               mask.lengths_tensor, config_.stride, mask.causal));
   Tensor gates = channel_gates(gate_logit, config_.head_dim());
   // β ⊙ attended + (1 − β) ⊙ conv(values): one op with the fused attention (ops/hybrid_mix.h), composed otherwise.
-  Tensor mixed = mask.fused ? hybrid_mix(attended, values, conv->weight, conv->bias, gates)
+  // The fused path leaves the padded rows 0, as MHA's attention does, so the o projection skips them.
+  Tensor mixed = mask.fused ? hybrid_mix(attended, values, conv->weight, conv->bias, gates, mask.lengths_tensor)
                             : lerp(conv->forward(values), attended, gates);
   return o->forward(mixed);
 }

@@ -66,4 +66,15 @@ AxisSplit split_at_axis(const Shape& shape, int64_t axis) {
   return split;
 }
 
+Tensor checked_sequence_lengths(const char* op, const Tensor& lengths, int64_t batch, int64_t length) {
+  check_defined(op, lengths, "lengths");
+  check(lengths.dim() == 1 && lengths.size(0) == batch && !is_floating(lengths.dtype()), op, ": lengths ",
+        lengths.str(), " (expected integers, [", batch, "])");
+  const std::vector<int64_t> values = lengths.to_vector<int64_t>();
+  for (int64_t b = 0; b < batch; ++b)
+    check(values[b] >= 0 && values[b] <= length, op, ": length ", values[b], " of example ", b, " is outside [0, ",
+          length, "]");
+  return Tensor::from_vector(values, {batch});
+}
+
 }  // namespace hkt

@@ -9,6 +9,7 @@
 #include "ops/conv1d.h"
 #include "ops/conv1d_rows.h"
 #include "ops/lerp.h"
+#include "ops/mask.h"
 
 namespace hkt {
 
@@ -16,8 +17,13 @@ namespace hkt {
 
 namespace {
 
+// Valid rows of sequence b: all, or lengths[b].
+int64_t valid_length(const Tensor& lengths, int64_t b, int64_t length) {
+  return lengths.defined() ? lengths.data<int64_t>()[b] : length;
+}
+
 void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& weight, const Tensor& bias,
-                    const Tensor& gates, Tensor& out) {
+                    const Tensor& gates, const Tensor& lengths, Tensor& out) {
   visit_floating(kernels::hybrid_mix, out.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const int64_t B = values.size(0), length = values.size(1), C = values.size(2), k = weight.size(1);
@@ -29,6 +35,10 @@ void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& 
     for (int64_t row = 0; row < B * length; ++row) {
       const int64_t b = row / length, t = row % length;
       T* y = po + row * C;
+      if (t >= valid_length(lengths, b, length)) {  // a padded position: 0
+        std::fill(y, y + C, T(0));
+        continue;
+      }
       conv_row(pv + b * length * C, length, t - k + 1, C, k, taps.data(), pb, y);  // the causal window ends at t
       const T* a = pa + row * C;
       for (int64_t c = 0; c < C; ++c) y[c] = y[c] + beta[c] * (a[c] - y[c]);  // lerp's formula
@@ -42,9 +52,11 @@ void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& 
 // dV rows get terms only from their own sequence, t ascending (row t' first
 // from t = t'); dW, dbias and dβ go to the sequence's [k + 2, C] partial (in
 // L1), added in sequence order: the result does not depend on the thread count.
-// A row whose g is 0 (a padded position) only writes its zeros.
+// A row whose g is 0, or a padded one (lengths: its output is constant 0),
+// only writes its zeros.
 void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const Tensor& weight, const Tensor& bias,
-                             const Tensor& gates, const Tensor& grad_out, Tensor& grad_attended, Tensor& grad_values,
+                             const Tensor& gates, const Tensor& lengths, const Tensor& grad_out,
+                             Tensor& grad_attended, Tensor& grad_values,
                              Tensor& grad_weight, Tensor& grad_bias, Tensor& grad_gates, bool accumulate) {
   visit_floating(kernels::hybrid_mix_backward, grad_out.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -66,10 +78,11 @@ void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const
         T* dw_taps = partials.data() + b * partial_size;
         T* dbias = dw_taps + k * C;
         T* dbeta = dbias + C;
+        const int64_t valid = valid_length(lengths, b, length);
         for (int64_t t = 0; t < length; ++t) {
           const int64_t row = b * length + t;
           const T *g = pg + row * C, *a = pa + row * C;
-          if (row_is_zero(g, C)) {  // dA = 0 and no other term; only a dV row written first here needs its 0
+          if (t >= valid || row_is_zero(g, C)) {  // dA = 0 and no other term; only a dV row written first here needs its 0
             if (pda) std::fill(pda + row * C, pda + (row + 1) * C, T(0));
             if (dvs && !accumulate) std::fill(dvs + t * C, dvs + (t + 1) * C, T(0));
             continue;
@@ -122,7 +135,7 @@ HKT_REGISTER_KERNEL(kernels::hybrid_mix_backward, DeviceType::CPU, hybrid_mix_ba
 // ---- op -------------------------------------------------------------------
 
 Tensor hybrid_mix(const Tensor& attended, const Tensor& values, const Tensor& weight, const Tensor& bias,
-                  const Tensor& gates) {
+                  const Tensor& gates, const Tensor& lengths) {
   const char* op = kernels::hybrid_mix;
   check_defined(op, attended, "attended");
   check_defined(op, values, "values");
@@ -145,16 +158,21 @@ Tensor hybrid_mix(const Tensor& attended, const Tensor& values, const Tensor& we
   } else {
     check_compatible(op, {attended, values, weight, gates});
   }
-  if (values.device().type != DeviceType::CPU) return lerp(depthwise_conv1d(values, weight, bias, 1), attended, gates);
+  const Tensor valid = lengths.defined() ? checked_sequence_lengths(op, lengths, values.size(0), values.size(1))
+                                         : Tensor();
+  if (values.device().type != DeviceType::CPU) {
+    Tensor mixed = lerp(depthwise_conv1d(values, weight, bias, 1), attended, gates);
+    return valid.defined() ? zero_padded_rows(mixed, valid) : mixed;
+  }
 
   Tensor out = Tensor::empty(values.shape(), values.dtype(), values.device());
-  dispatch::kernel<HybridMixKernel>(op, values.device())(attended, values, weight, bias, gates, out);
+  dispatch::kernel<HybridMixKernel>(op, values.device())(attended, values, weight, bias, gates, valid, out);
   // An undefined bias is no input of the graph node (the graph walk reads every input).
   std::vector<Tensor> inputs = {attended, values, weight, gates};
   if (has_bias) inputs.push_back(bias);
   record(op, inputs, out,
          [a = attended.detach(), v = values.detach(), w = weight.detach(), conv_bias = has_bias ? bias.detach() : Tensor(),
-          beta = gates.detach(), ra = attended.requires_grad(), rv = values.requires_grad(),
+          beta = gates.detach(), valid, ra = attended.requires_grad(), rv = values.requires_grad(),
           rw = weight.requires_grad(), rb = has_bias && bias.requires_grad(),
           rg = gates.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
            auto wanted = [&](bool flag, const Shape& shape) {
@@ -165,7 +183,7 @@ Tensor hybrid_mix(const Tensor& attended, const Tensor& values, const Tensor& we
            Tensor ga = wanted(ra, v.shape()), gv = sum.defined() ? sum : wanted(rv, v.shape());
            Tensor gw = wanted(rw, w.shape()), gb = wanted(rb, {w.size(0)}), gg = wanted(rg, beta.shape());
            dispatch::kernel<HybridMixBackwardKernel>(kernels::hybrid_mix_backward, v.device())(
-               a, v, w, conv_bias, beta, g, ga, gv, gw, gb, gg, sum.defined());
+               a, v, w, conv_bias, beta, valid, g, ga, gv, gw, gb, gg, sum.defined());
            std::vector<Tensor> grads = {ga, gv, gw, gg};
            if (conv_bias.defined()) grads.push_back(gb);
            return grads;

@@ -64,4 +64,16 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   return out;
 }
 
+Tensor zero_padded_rows(const Tensor& x, const Tensor& lengths) {
+  const int64_t batch = x.size(0), length = x.size(1);
+  const std::vector<int64_t> valid = lengths.to_vector<int64_t>();
+  std::vector<double> padded(static_cast<size_t>(batch * length), 0.0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = valid[b]; t < length; ++t) padded[b * length + t] = 1.0;
+  Shape rows(x.shape().size(), 1);
+  rows[0] = batch;
+  rows[1] = length;
+  return masked_fill(x, Tensor::from_doubles(padded, rows, x.dtype(), x.device()), 0.0);
+}
+
 }  // namespace hkt

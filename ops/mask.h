@@ -10,6 +10,11 @@ namespace hkt {
 // where the mask is zero and is zero where it filled; mask gets none.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
+// x [B, T, …] with the rows t ≥ lengths[b] (padded positions) set to 0, by
+// masked_fill: the composed form of the ops that skip padded rows on the CPU
+// (layer_norm_masked, hybrid_mix with lengths). lengths: int64 [B] on the CPU.
+Tensor zero_padded_rows(const Tensor& x, const Tensor& lengths);
+
 // ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
 
 namespace kernels {  // the names they register under, declared once (ops/, cuda/ and the lookups use them)

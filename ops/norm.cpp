@@ -220,22 +220,9 @@ Tensor layer_norm_masked(const Tensor& x, const Tensor& weight, const Tensor& bi
   const char* op = kernels::layer_norm_masked;
   check_layer_norm(op, x, weight, bias, eps);
   check(x.dim() == 3, op, ": input ", shape_str(x.shape()), " is not 3-D [B, T, D]");
-  check_defined(op, lengths, "lengths");
-  check(lengths.dim() == 1 && lengths.size(0) == x.size(0) && !is_floating(lengths.dtype()), op, ": lengths ",
-        lengths.str(), " but input ", shape_str(x.shape()), " (expected integers, [", x.size(0), "])");
-  const std::vector<int64_t> values = lengths.to_vector<int64_t>();
-  for (size_t b = 0; b < values.size(); ++b)
-    check(values[b] >= 0 && values[b] <= x.size(1), op, ": length ", values[b], " of example ", b,
-          " is outside [0, ", x.size(1), "]");
-  if (x.device().type != DeviceType::CPU) {  // composed: layer_norm, then the padded rows filled with 0
-    std::vector<double> padded(static_cast<size_t>(x.size(0) * x.size(1)), 0.0);
-    for (size_t b = 0; b < values.size(); ++b)
-      for (int64_t t = values[b]; t < x.size(1); ++t) padded[b * x.size(1) + t] = 1.0;
-    return masked_fill(layer_norm(x, weight, bias, eps),
-                       Tensor::from_doubles(padded, {x.size(0), x.size(1), 1}, x.dtype(), x.device()), 0.0);
-  }
-  return layer_norm_node(op, kernels::layer_norm_masked_backward, x, weight, bias,
-                         Tensor::from_vector(values, {x.size(0)}), eps);
+  const Tensor valid = checked_sequence_lengths(op, lengths, x.size(0), x.size(1));
+  if (x.device().type != DeviceType::CPU) return zero_padded_rows(layer_norm(x, weight, bias, eps), valid);
+  return layer_norm_node(op, kernels::layer_norm_masked_backward, x, weight, bias, valid, eps);
 }
 
 }  // namespace hkt

@@ -292,3 +292,30 @@ TEST_CASE("depthwise_conv1d and hybrid_mix: output rows whose gradient is zero a
               {in[1], in[2], in[3]});
   }
 }
+
+TEST_CASE("hybrid_mix with lengths: padded rows 0 in value and gradient, valid rows as without") {
+  // Lengths 12 (none padded), 7 and 0 (all padded); a loss on every row, padded ones too: they are
+  // constant 0, so nothing flows from them. Against the composition with the padded rows zeroed.
+  const ConvCase c{3, 12, 4, 3, 1};
+  const std::vector<int64_t> valid = {12, 7, 0};
+  const Tensor lengths = Tensor::from_vector(valid, {c.B});
+  std::vector<double> keep(c.B * c.T, 1.0);
+  for (int64_t b = 0; b < c.B; ++b)
+    for (int64_t t = valid[b]; t < c.T; ++t) keep[b * c.T + t] = 0.0;
+  const Tensor rows = Tensor::from_doubles(keep, {c.B, c.T, 1}, DType::Float64);
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    const std::vector<Tensor> in = mix_inputs(c, dtype);
+    const Tensor masked = hybrid_mix(in[0], in[1], in[2], in[3], in[4], lengths);
+    CHECK(max_abs_diff(masked, mul(hybrid_mix(in[0], in[1], in[2], in[3], in[4]), rows.to(dtype))) == 0.0);
+  }
+  const std::vector<Tensor> in = mix_inputs(c, DType::Float64);
+  gradcheck([&](const std::vector<Tensor>& x) { return hybrid_mix(x[0], x[1], x[2], x[3], x[4], lengths); }, in);
+  gradcheck(
+      [&](const std::vector<Tensor>& x) {
+        Tensor v = mul(x[1], 1.5);  // two consumers: V's gradient is added to
+        return add(hybrid_mix(x[0], v, x[2], x[3], x[4], lengths), mul(v, v));
+      },
+      in);
+  CHECK_THROWS_WITH(hybrid_mix(in[0], in[1], in[2], in[3], in[4], Tensor::from_vector(std::vector<int64_t>{1, 13, 2}, {3})),
+                    "hybrid_mix: length 13 of example 1 is outside [0, 12]");
+}
