@@ -8,6 +8,8 @@
 #   bench/ab.sh step BUILD_A BUILD_B [rounds]        # the SPEC-size step of both models: step ms, CPU ms
 #   bench/ab.sh listops BUILD_A BUILD_B [rounds]     # hkt-train on ListOps as reproduce.sh makes it
 #                                                    # (lengths 64 … 512, mean 277): median, min step ms
+#   bench/ab.sh profile BUILD_A BUILD_B [rounds]     # the step's time per kernel (hkt-bench step --profile),
+#                                                    # model:kernel rows of 0.3 ms and more
 #
 # Prints, per build and model, the minimum and median over the rounds (each
 # round's value is itself the best of 10 runs, or the median of the steps;
@@ -45,13 +47,17 @@ print(sys.argv[1], sys.argv[2], statistics.median(steps), min(steps))' "$dir" "$
           awk -v d="$dir" -v c="${c%%,*}" '{printf "%s %s %.3f %.3f\n", d, c, $1, $2 - $1}'
       done
     else
+      profile=$([ "$mode" = profile ] && echo --profile || true)
       # shellcheck disable=SC2086
-      "$dir/hkt-bench" step --model both --threads "$threads" --steps "${STEPS:-4}" ${EXTRA---down-pointwise} 2>/dev/null |
-        python3 -c '
+      "$dir/hkt-bench" step --model both --threads "$threads" --steps "${STEPS:-4}" $profile \
+        ${EXTRA---down-pointwise} 2>/dev/null | python3 -c '
 import json, sys
 for line in sys.stdin:
     if "\"bench\":\"step\"" in line:
-        d = json.loads(line); print(sys.argv[1], d["model"], d["median_ms"], d["cpu_ms"])' "$dir"
+        d = json.loads(line)
+        print(sys.argv[1], d["model"], d["median_ms"], d["cpu_ms"])
+        for op, ms in d.get("ops_ms_per_step", {}).items():
+            if ms >= 0.3: print(sys.argv[1], d["model"] + ":" + op, ms, ms)' "$dir"
     fi
   done
 done | python3 -c '

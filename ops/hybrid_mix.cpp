@@ -17,11 +17,6 @@ namespace hkt {
 
 namespace {
 
-// Valid rows of sequence b: all, or lengths[b].
-int64_t valid_length(const Tensor& lengths, int64_t b, int64_t length) {
-  return lengths.defined() ? lengths.data<int64_t>()[b] : length;
-}
-
 void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& weight, const Tensor& bias,
                     const Tensor& gates, const Tensor& lengths, Tensor& out) {
   visit_floating(kernels::hybrid_mix, out.dtype(), [&](auto tag) {
@@ -31,11 +26,12 @@ void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& 
     const T* pb = bias.defined() ? bias.data<T>() : nullptr;
     T* po = out.data<T>();
     const std::vector<T> taps = weight_by_tap(weight.data<T>(), C, k);
+    const int64_t* valid = lengths.defined() ? lengths.data<int64_t>() : nullptr;
 #pragma omp parallel for if (B * length * C * k > HKT_OMP_MIN_WORK)
     for (int64_t row = 0; row < B * length; ++row) {
       const int64_t b = row / length, t = row % length;
       T* y = po + row * C;
-      if (t >= valid_length(lengths, b, length)) {  // a padded position: 0
+      if (valid && t >= valid[b]) {  // a padded position: 0
         std::fill(y, y + C, T(0));
         continue;
       }
@@ -66,6 +62,7 @@ void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const
     T* pda = grad_attended.defined() ? grad_attended.data<T>() : nullptr;
     T* pdv = grad_values.defined() ? grad_values.data<T>() : nullptr;
     const std::vector<T> taps = weight_by_tap(weight.data<T>(), C, k);
+    const int64_t* lengths_of = lengths.defined() ? lengths.data<int64_t>() : nullptr;
     const int64_t partial_size = (k + 2) * C;  // per sequence: dW as [k, C], dbias, dβ
     std::vector<T> partials(static_cast<size_t>(B * partial_size), T(0));
 #pragma omp parallel if (B * length * C * k > HKT_OMP_MIN_WORK)
@@ -78,7 +75,7 @@ void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const
         T* dw_taps = partials.data() + b * partial_size;
         T* dbias = dw_taps + k * C;
         T* dbeta = dbias + C;
-        const int64_t valid = valid_length(lengths, b, length);
+        const int64_t valid = lengths_of ? lengths_of[b] : length;
         for (int64_t t = 0; t < length; ++t) {
           const int64_t row = b * length + t;
           const T *g = pg + row * C, *a = pa + row * C;

@@ -17,12 +17,29 @@ namespace hkt {
 
 namespace {
 
+// Rows per block: of the backward's parameter-gradient reduction, a constant
+// so that the blocks and the order they are summed in do not depend on the
+// thread count; the forward walks the same blocks.
+constexpr int64_t kLayerNormRowsPerBlock = 32;
+
 // Which rows a kernel normalises: all, or with lengths (layer_norm_masked)
-// row t of each run of `length` rows only while t < lengths[b].
+// row t of each run of `length` rows only while t < lengths[b]. The kernels
+// walk (b, t) along with the row (Cursor): a division per row cost as much
+// as a tenth of the row's normalisation.
 struct ValidRows {
   const int64_t* lengths = nullptr;
   int64_t length = 1;
-  bool padded(int64_t n) const { return lengths && n % length >= lengths[n / length]; }
+  struct Cursor {
+    const ValidRows& rows;
+    int64_t b, t;
+    Cursor(const ValidRows& r, int64_t n) : rows(r), b(n / r.length), t(n % r.length) {}
+    // Whether the current row is padded; then moves to the next row.
+    bool padded_then_next() {
+      const bool padded = rows.lengths && t >= rows.lengths[b];
+      if (++t == rows.length) t = 0, ++b;
+      return padded;
+    }
+  };
 };
 
 ValidRows valid_rows(const Tensor& lengths, const Tensor& x) {
@@ -47,28 +64,29 @@ void layer_norm_rows_cpu(const Tensor& x, const Tensor& weight, const Tensor& bi
     T* pm = static_cast<T*>(mean.raw_data());
     T* pr = static_cast<T*>(rstd.raw_data());
     const int64_t width = weight.numel(), rows = mean.numel();
+    const int64_t blocks = (rows + kLayerNormRowsPerBlock - 1) / kLayerNormRowsPerBlock;
 #pragma omp parallel for if (rows * width > HKT_OMP_MIN_WORK)
-    for (int64_t n = 0; n < rows; ++n) {
-      const T* row = px + n * width;
-      T* y = po + n * width;
-      if (rows_in.padded(n)) {
-        std::fill(y, y + width, T(0));
-        pm[n] = pr[n] = T(0);
-        continue;
+    for (int64_t block = 0; block < blocks; ++block) {
+      const int64_t end = std::min(rows, (block + 1) * kLayerNormRowsPerBlock);
+      ValidRows::Cursor cursor(rows_in, block * kLayerNormRowsPerBlock);
+      for (int64_t n = block * kLayerNormRowsPerBlock; n < end; ++n) {
+        const T* row = px + n * width;
+        T* y = po + n * width;
+        if (cursor.padded_then_next()) {
+          std::fill(y, y + width, T(0));
+          pm[n] = pr[n] = T(0);
+          continue;
+        }
+        const T m = lane_sum<T>(width, [&](int64_t d) { return row[d]; }) / static_cast<T>(width);
+        const T squares = lane_sum<T>(width, [&](int64_t d) { return (row[d] - m) * (row[d] - m); });
+        const T s = T(1) / std::sqrt(squares / static_cast<T>(width) + static_cast<T>(eps));
+        for (int64_t d = 0; d < width; ++d) y[d] = (row[d] - m) * s * w[d] + b[d];
+        pm[n] = m;
+        pr[n] = s;
       }
-      const T m = lane_sum<T>(width, [&](int64_t d) { return row[d]; }) / static_cast<T>(width);
-      const T squares = lane_sum<T>(width, [&](int64_t d) { return (row[d] - m) * (row[d] - m); });
-      const T s = T(1) / std::sqrt(squares / static_cast<T>(width) + static_cast<T>(eps));
-      for (int64_t d = 0; d < width; ++d) y[d] = (row[d] - m) * s * w[d] + b[d];
-      pm[n] = m;
-      pr[n] = s;
     }
   });
 }
-
-// Rows per block of the parameter-gradient reduction: a constant, so that the
-// blocks and the order they are summed in do not depend on the thread count.
-constexpr int64_t kLayerNormRowsPerBlock = 32;
 
 // With x̂ = (x − mean) · rstd and dx̂ = g ⊙ weight, per row:
 //   dx = rstd · (dx̂ − mean(dx̂) − x̂ · mean(dx̂ ⊙ x̂))
@@ -99,11 +117,12 @@ void layer_norm_rows_backward_cpu(const Tensor& x, const Tensor& weight, const T
       T* block_weight = partial_weight.data() + block * width;
       T* block_bias = partial_bias.data() + block * width;
       const int64_t end = std::min(rows, (block + 1) * kLayerNormRowsPerBlock);
+      ValidRows::Cursor cursor(rows_in, block * kLayerNormRowsPerBlock);
       for (int64_t n = block * kLayerNormRowsPerBlock; n < end; ++n) {
         const T* row = px + n * width;
         const T* g = pg + n * width;
         T* dx = pdx + n * width;
-        if (rows_in.padded(n) || row_is_zero(g, width)) {  // dx = 0, nothing for dweight or dbias (ops/common.h)
+        if (cursor.padded_then_next() || row_is_zero(g, width)) {  // dx = 0, nothing for dweight or dbias (ops/common.h)
           if (!accumulate) std::fill(dx, dx + width, T(0));
           continue;
         }
