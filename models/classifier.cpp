@@ -31,13 +31,13 @@ Tensor Block::forward(const Tensor& x, const SequenceMask& mask) const {
     return add(h, ffn->forward(ln2->forward(h)));
   }
   // No valid position reads a padded one's row (attention masks those keys,
-  // the pooling drops them), so the LayerNorms leave padded rows 0: their
-  // own work there is skipped, and so are the zero rows in the GEMMs of the
-  // projections and fc1 that read them.
+  // the pooling drops them), so the LayerNorms and the feed-forward's GELU
+  // leave padded rows 0: their own work there is skipped, and so are the
+  // zero rows in the GEMMs of the projections, fc1 and fc2 that read them.
   SequenceMask zeroed = mask;
   zeroed.padded_rows_zero = true;
   Tensor h = add(x, attn->forward(ln1->forward(x, mask.lengths_tensor), zeroed));
-  return add(h, ffn->forward(ln2->forward(h, mask.lengths_tensor)));
+  return add(h, ffn->forward(ln2->forward(h, mask.lengths_tensor), mask.lengths_tensor));
 }
 
 Classifier::Classifier(const ModelConfig& config, uint64_t seed) : config_(config) {

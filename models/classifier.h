@@ -17,6 +17,10 @@ struct FeedForward : Module {
   std::shared_ptr<nn::Linear> fc1, fc2;
   FeedForward(int64_t d, int64_t d_ff, Generator& generator);
   Tensor forward(const Tensor& x) const { return fc2->forward(gelu(fc1->forward(x))); }
+  // x [B, T, d] whose padded rows (t ≥ lengths[b]) nothing reads: the GELU leaves them 0 (gelu_masked).
+  Tensor forward(const Tensor& x, const Tensor& lengths) const {
+    return fc2->forward(gelu_masked(fc1->forward(x), lengths));
+  }
 };
 
 struct Block : Module {

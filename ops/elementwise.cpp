@@ -10,6 +10,7 @@
 #include "ops/attention_cpu.h"
 #include "ops/broadcast.h"
 #include "ops/common.h"
+#include "ops/mask.h"
 #include "ops/elementwise_math.h"
 #include "ops/reduce.h"
 
@@ -165,6 +166,44 @@ HKT_REGISTER_UNARY(gelu, Gelu);
 HKT_REGISTER_UNARY(sqrt, Sqrt);
 HKT_REGISTER_UNARY(pow, Pow);
 
+// gelu_masked: per sequence of x [B, T, C], GELU (or its backward) over the
+// contiguous rows t < lengths[b], zeros over the rest. A sequence per task,
+// taken as threads come free: valid lengths differ.
+template <bool Backward>
+void gelu_masked_rows_cpu(const Tensor& x, const Tensor& lengths, const Tensor& grad_out, Tensor& result) {
+  const int64_t batch = x.size(0), per_sequence = x.size(1) * x.size(2), width = x.size(2);
+  const int64_t* valid = lengths.data<int64_t>();
+  visit_floating(Backward ? kernels::gelu_masked_backward : kernels::gelu_masked, x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    const T* pg = Backward ? grad_out.data<T>() : nullptr;
+    T* pr = result.data<T>();
+#pragma omp parallel for schedule(dynamic) if (x.numel() > HKT_OMP_MIN_WORK)
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t offset = b * per_sequence, count = valid[b] * width;
+      if constexpr (std::is_same_v<T, float>) {
+        const attention_cpu::Path& path = attention_cpu::widest_path();
+        if (Backward) path.gelu_backward(px + offset, pg + offset, pr + offset, count);
+        else path.gelu(px + offset, pr + offset, count);
+      } else {
+        for (int64_t i = offset; i < offset + count; ++i)
+          pr[i] = Backward ? math::Gelu::backward(px[i], T(0), pg[i], T(0)) : math::Gelu::forward(px[i], T(0));
+      }
+      std::fill(pr + offset + count, pr + offset + per_sequence, T(0));
+    }
+  });
+}
+
+void gelu_masked_cpu(const Tensor& x, const Tensor& lengths, Tensor& out) {
+  gelu_masked_rows_cpu<false>(x, lengths, Tensor(), out);
+}
+void gelu_masked_backward_cpu(const Tensor& x, const Tensor& lengths, const Tensor& grad_out, Tensor& grad_in) {
+  gelu_masked_rows_cpu<true>(x, lengths, grad_out, grad_in);
+}
+
+HKT_REGISTER_KERNEL(kernels::gelu_masked, DeviceType::CPU, gelu_masked_cpu);
+HKT_REGISTER_KERNEL(kernels::gelu_masked_backward, DeviceType::CPU, gelu_masked_backward_cpu);
+
 // ---- ops ------------------------------------------------------------------
 
 namespace {
@@ -245,6 +284,22 @@ Tensor tanh(const Tensor& x) { return unary(kernels::tanh, kernels::tanh_backwar
 Tensor sigmoid(const Tensor& x) { return unary(kernels::sigmoid, kernels::sigmoid_backward, x); }
 Tensor relu(const Tensor& x) { return unary(kernels::relu, kernels::relu_backward, x); }
 Tensor gelu(const Tensor& x) { return unary(kernels::gelu, kernels::gelu_backward, x); }
+
+Tensor gelu_masked(const Tensor& x, const Tensor& lengths) {
+  const char* op = kernels::gelu_masked;
+  check_floating(op, x);
+  check(x.dim() == 3, op, ": input ", shape_str(x.shape()), " is not 3-D [B, T, C]");
+  const Tensor valid = checked_sequence_lengths(op, lengths, x.size(0), x.size(1));
+  if (x.device().type != DeviceType::CPU) return zero_padded_rows(gelu(x), valid);
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  dispatch::kernel<GeluMaskedKernel>(op, x.device())(x, valid, out);
+  record(op, {x}, out, [x = x.detach(), valid](const Tensor& g) -> std::vector<Tensor> {
+    Tensor grad_in = Tensor::empty(x.shape(), x.dtype(), x.device());
+    dispatch::kernel<GeluMaskedBackwardKernel>(kernels::gelu_masked_backward, x.device())(x, valid, g, grad_in);
+    return {grad_in};
+  });
+  return out;
+}
 Tensor sqrt(const Tensor& x) { return unary(kernels::sqrt, kernels::sqrt_backward, x); }
 Tensor pow(const Tensor& x, double exponent) { return unary(kernels::pow, kernels::pow_backward, x, exponent); }
 

@@ -17,6 +17,11 @@ Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x);  // exact (erf) GELU
+// gelu of x [B, T, C] with the rows of padded positions, t ≥ lengths[b], set
+// to 0 and passed no gradient, at no cost there (the feed-forward of the
+// models' fused blocks: fc2's GEMM then skips those rows). lengths: integers
+// [B], each in [0, T]. On other devices than the CPU, gelu then masked_fill.
+Tensor gelu_masked(const Tensor& x, const Tensor& lengths);
 Tensor sqrt(const Tensor& x);
 Tensor pow(const Tensor& x, double exponent);
 
@@ -61,6 +66,8 @@ inline constexpr const char* relu = "relu";
 inline constexpr const char* relu_backward = "relu_backward";
 inline constexpr const char* gelu = "gelu";
 inline constexpr const char* gelu_backward = "gelu_backward";
+inline constexpr const char* gelu_masked = "gelu_masked";  // CPU only
+inline constexpr const char* gelu_masked_backward = "gelu_masked_backward";
 inline constexpr const char* sqrt = "sqrt";
 inline constexpr const char* sqrt_backward = "sqrt_backward";
 inline constexpr const char* pow = "pow";
@@ -72,5 +79,8 @@ using UnaryKernel = void(const Tensor& x, double param, Tensor& out);
 using UnaryBackwardKernel = void(const Tensor& x, const Tensor& y, const Tensor& grad_out, double param,
                                  Tensor& grad_in);
 using BroadcastKernel = void(const Tensor& x, Tensor& out);
+// x, out, grad_out, grad_in [B, T, C]; lengths int64 [B] on the CPU.
+using GeluMaskedKernel = void(const Tensor& x, const Tensor& lengths, Tensor& out);
+using GeluMaskedBackwardKernel = void(const Tensor& x, const Tensor& lengths, const Tensor& grad_out, Tensor& grad_in);
 
 }  // namespace hkt

@@ -203,3 +203,28 @@ TEST_CASE("binary ops' backward makes only the gradients an input needs") {
   sum(sub(a, c)).backward();  // accumulates −3 per element onto c's gradient
   CHECK(max_abs_diff(c.grad(), add(expected_c, -3.0)) < 1e-12);
 }
+
+TEST_CASE("gelu_masked is gelu with the padded rows 0, in value and gradient") {
+  // Lengths 0, 1, T − 1 and T; a loss on the padded rows too (they are constant 0: no gradient).
+  const int64_t batch = 4, length = 9, width = 40;  // 40: whole vectors and a tail on every path
+  const std::vector<int64_t> valid = {0, 1, length - 1, length};
+  const Tensor lengths = Tensor::from_vector(valid, {batch});
+  std::vector<double> keep(static_cast<size_t>(batch * length), 0.0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < valid[b]; ++t) keep[b * length + t] = 1.0;
+  const Tensor rows = Tensor::from_doubles(keep, {batch, length, 1}, DType::Float64);
+  const Tensor x = random_tensor({batch, length, width}, 70);
+  gradcheck([&](const std::vector<Tensor>& in) { return gelu_masked(in[0], lengths); }, {x});
+  // float32 runs the vector GELU (the widest CPU path, as gelu's does): the same values, bitwise.
+  const Tensor xf = x.to(DType::Float32).detach().requires_grad_(true);
+  const Tensor xr = x.to(DType::Float32).detach().requires_grad_(true);
+  const Tensor g = random_tensor({batch, length, width}, 71, DType::Float32);
+  Tensor masked = gelu_masked(xf, lengths), composed = mul(gelu(xr), rows.to(DType::Float32));
+  CHECK(max_abs_diff(masked, composed) == 0.0);
+  masked.backward(g);
+  composed.backward(g);
+  CHECK(max_abs_diff(xf.grad(), xr.grad()) == 0.0);
+  REQUIRE_THROWS_WITH(gelu_masked(Tensor::zeros({2, 3}), lengths), "gelu_masked: input [2, 3] is not 3-D [B, T, C]");
+  REQUIRE_THROWS_WITH(gelu_masked(x, Tensor::from_vector(std::vector<int64_t>{1, 2, 10, 0}, {4})),
+                      "gelu_masked: length 10 of example 2 is outside [0, 9]");
+}

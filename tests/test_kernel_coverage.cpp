@@ -30,6 +30,9 @@ const std::set<std::string> kCpuOnly = {
     // on CUDA the op is its composition, layer_norm then masked_fill (ops/norm.h)
     "layer_norm_masked",
     "layer_norm_masked_backward",
+    // on CUDA the op is its composition, gelu then masked_fill (ops/elementwise.h)
+    "gelu_masked",
+    "gelu_masked_backward",
 };
 const std::set<std::string> kCudaOnly = {
     "adamw_step_multi",  // every parameter in one launch; AdamW falls back to adamw_step per parameter elsewhere
@@ -63,6 +66,8 @@ const std::vector<GradientCheck> kGradientChecks = {
     {"relu", "test_elementwise.cpp", "relu("},
     {"relu_backward", "test_elementwise.cpp", "relu("},
     {"gelu", "test_elementwise.cpp", "gelu("},
+    {"gelu_masked", "test_elementwise.cpp", "gelu_masked("},
+    {"gelu_masked_backward", "test_elementwise.cpp", "gelu_masked("},
     {"gelu_backward", "test_elementwise.cpp", "gelu("},
     {"sqrt", "test_elementwise.cpp", "sqrt("},
     {"sqrt_backward", "test_elementwise.cpp", "sqrt("},
