@@ -74,15 +74,6 @@ attention_cpu::Problem cpu_problem(const AttentionDims& dims, const Tensor& leng
 
 Tensor swap_heads_and_time(const Tensor& t) { return permute(t, {0, 2, 1, 3}); }
 
-Tensor padded_positions(const Tensor& lengths, int64_t length, const Shape& shape, DType dtype, Device device) {
-  const std::vector<int64_t> valid = lengths.to_vector<int64_t>();
-  const int64_t batch = static_cast<int64_t>(valid.size());
-  std::vector<double> padded(static_cast<size_t>(batch * length), 0.0);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t t = valid[b]; t < length; ++t) padded[b * length + t] = 1.0;
-  return Tensor::from_doubles(padded, shape, dtype, device);
-}
-
 Tensor zero_padded_rows(const Tensor& out, const Tensor& lengths, HeadLayout layout) {
   const bool interleaved = layout == HeadLayout::BTHD;
   const int64_t batch = out.size(0), length = out.size(interleaved ? 1 : 2);

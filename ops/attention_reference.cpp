@@ -22,8 +22,8 @@ constexpr double kMinusInfinity = -std::numeric_limits<double>::infinity();
 Tensor mask_scores(const Tensor& scores, const Tensor& lengths, bool causal) {
   const int64_t batch = scores.size(0), length = scores.size(2);
   Tensor masked = masked_fill(scores,
-                              attention_tiles::padded_positions(lengths, length, {batch, 1, 1, length},
-                                                                scores.dtype(), scores.device()),
+                              padded_positions(lengths, length, {batch, 1, 1, length}, scores.dtype(),
+                                               scores.device()),
                               kMinusInfinity);
   if (!causal) return masked;
   std::vector<double> future(static_cast<size_t>(length * length));

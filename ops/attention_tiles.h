@@ -41,15 +41,10 @@ inline const char* layout_str(HeadLayout layout) {
 // kernels read heads first, so the ops convert a BTHD problem for them.
 Tensor swap_heads_and_time(const Tensor& t);
 
-// 1 at the padded positions t ≥ lengths[b] of B examples of T positions, 0
-// elsewhere: B · T values in `shape` (B and T in that order, every other axis
-// 1), a masked_fill mask over the keys or the query rows of a [B, ·, ·, ·]
-// tensor. lengths checked.
-Tensor padded_positions(const Tensor& lengths, int64_t length, const Shape& shape, DType dtype, Device device);
-
-// out with its query rows from lengths[b] on set to 0 (masked_fill, so their
-// gradient is 0 too): PaddedRows::Zero on devices whose kernels compute every
-// row. out: [B, H, T, dh] ([B, T, H, dh] with BTHD); lengths checked.
+// out with its query rows from lengths[b] on set to 0 (masked_fill with
+// padded_positions, ops/mask.h, so their gradient is 0 too):
+// PaddedRows::Zero on devices whose kernels compute every row.
+// out: [B, H, T, dh] ([B, T, H, dh] with BTHD); lengths checked.
 Tensor zero_padded_rows(const Tensor& out, const Tensor& lengths, HeadLayout layout);
 
 }  // namespace hkt::attention_tiles

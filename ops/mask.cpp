@@ -64,16 +64,20 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
   return out;
 }
 
-Tensor zero_padded_rows(const Tensor& x, const Tensor& lengths) {
-  const int64_t batch = x.size(0), length = x.size(1);
+Tensor padded_positions(const Tensor& lengths, int64_t length, const Shape& shape, DType dtype, Device device) {
   const std::vector<int64_t> valid = lengths.to_vector<int64_t>();
+  const int64_t batch = static_cast<int64_t>(valid.size());
   std::vector<double> padded(static_cast<size_t>(batch * length), 0.0);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t t = valid[b]; t < length; ++t) padded[b * length + t] = 1.0;
+  return Tensor::from_doubles(padded, shape, dtype, device);
+}
+
+Tensor zero_padded_rows(const Tensor& x, const Tensor& lengths) {
   Shape rows(x.shape().size(), 1);
-  rows[0] = batch;
-  rows[1] = length;
-  return masked_fill(x, Tensor::from_doubles(padded, rows, x.dtype(), x.device()), 0.0);
+  rows[0] = x.size(0);
+  rows[1] = x.size(1);
+  return masked_fill(x, padded_positions(lengths, x.size(1), rows, x.dtype(), x.device()), 0.0);
 }
 
 }  // namespace hkt

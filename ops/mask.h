@@ -10,9 +10,16 @@ namespace hkt {
 // where the mask is zero and is zero where it filled; mask gets none.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
+// 1 at the padded positions t ≥ lengths[b] of B examples of T positions, 0
+// elsewhere: B · T values in `shape` (B and T in that order, every other axis
+// 1), a masked_fill mask over the keys or the query rows of a [B, ·, ·, ·]
+// tensor. lengths checked by the caller.
+Tensor padded_positions(const Tensor& lengths, int64_t length, const Shape& shape, DType dtype, Device device);
+
 // x [B, T, …] with the rows t ≥ lengths[b] (padded positions) set to 0, by
 // masked_fill: the composed form of the ops that skip padded rows on the CPU
-// (layer_norm_masked, hybrid_mix with lengths). lengths: int64 [B] on the CPU.
+// (layer_norm_masked, gelu_masked, hybrid_mix with lengths). lengths checked
+// by the caller.
 Tensor zero_padded_rows(const Tensor& x, const Tensor& lengths);
 
 // ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
