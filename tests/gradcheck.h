@@ -125,6 +125,16 @@ inline Tensor lengths_tensor(const std::vector<int64_t>& lengths) {
   return Tensor::from_vector<int64_t>(lengths, {static_cast<int64_t>(lengths.size())});
 }
 
+// [B, T, 1] float64, 1 at positions t < lengths[b] and 0 at the padded ones:
+// the composed form (x ⊙ mask) the ops that skip padded rows are tested against.
+inline Tensor valid_rows_mask(const std::vector<int64_t>& lengths, int64_t length) {
+  const int64_t batch = static_cast<int64_t>(lengths.size());
+  std::vector<double> keep(static_cast<size_t>(batch * length), 0.0);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < lengths[b]; ++t) keep[b * length + t] = 1.0;
+  return Tensor::from_doubles(keep, {batch, length, 1}, DType::Float64);
+}
+
 // max |a − b| / max |b|, the denominator at least 0.01: some gradients are
 // exactly 0 in theory (one valid key) and rounding-small in both.
 inline double relative_diff(const Tensor& a, const Tensor& b) {

@@ -299,10 +299,7 @@ TEST_CASE("hybrid_mix with lengths: padded rows 0 in value and gradient, valid r
   const ConvCase c{3, 12, 4, 3, 1};
   const std::vector<int64_t> valid = {12, 7, 0};
   const Tensor lengths = Tensor::from_vector(valid, {c.B});
-  std::vector<double> keep(c.B * c.T, 1.0);
-  for (int64_t b = 0; b < c.B; ++b)
-    for (int64_t t = valid[b]; t < c.T; ++t) keep[b * c.T + t] = 0.0;
-  const Tensor rows = Tensor::from_doubles(keep, {c.B, c.T, 1}, DType::Float64);
+  const Tensor rows = hkt::testing::valid_rows_mask(valid, c.T);
   for (DType dtype : {DType::Float32, DType::Float64}) {
     const std::vector<Tensor> in = mix_inputs(c, dtype);
     const Tensor masked = hybrid_mix(in[0], in[1], in[2], in[3], in[4], lengths);

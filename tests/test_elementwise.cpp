@@ -209,10 +209,7 @@ TEST_CASE("gelu_masked is gelu with the padded rows 0, in value and gradient") {
   const int64_t batch = 4, length = 9, width = 40;  // 40: whole vectors and a tail on every path
   const std::vector<int64_t> valid = {0, 1, length - 1, length};
   const Tensor lengths = Tensor::from_vector(valid, {batch});
-  std::vector<double> keep(static_cast<size_t>(batch * length), 0.0);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t t = 0; t < valid[b]; ++t) keep[b * length + t] = 1.0;
-  const Tensor rows = Tensor::from_doubles(keep, {batch, length, 1}, DType::Float64);
+  const Tensor rows = hkt::testing::valid_rows_mask(valid, length);
   const Tensor x = random_tensor({batch, length, width}, 70);
   gradcheck([&](const std::vector<Tensor>& in) { return gelu_masked(in[0], lengths); }, {x});
   // float32 runs the vector GELU (the widest CPU path, as gelu's does): the same values, bitwise.

@@ -158,10 +158,7 @@ TEST_CASE("layer_norm_masked is layer_norm with the padded rows 0, in value and 
   const int64_t batch = 4, length = 23, width = 6;
   const std::vector<int64_t> valid = {0, 1, length - 1, length};
   const Tensor lengths = Tensor::from_vector(valid, {batch});
-  std::vector<double> keep(static_cast<size_t>(batch * length), 0.0);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t t = 0; t < valid[b]; ++t) keep[b * length + t] = 1.0;
-  const Tensor rows = Tensor::from_doubles(keep, {batch, length, 1}, DType::Float64);
+  const Tensor rows = hkt::testing::valid_rows_mask(valid, length);
   Tensor x = random_tensor({batch, length, width}, 60), weight = random_tensor({width}, 61),
          bias = random_tensor({width}, 62);
   CHECK(max_abs_diff(layer_norm_masked(x, weight, bias, lengths), mul(layer_norm(x, weight, bias), rows)) == 0.0);
