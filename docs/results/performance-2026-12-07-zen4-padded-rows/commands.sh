@@ -5,7 +5,8 @@
 #   cmake -S /work/wt-base -B /work/wt-base/build-nocuda -DCMAKE_BUILD_TYPE=Release -DHKT_CUDA=OFF -DHKT_TESTS=OFF
 #   cmake --build /work/wt-base/build-nocuda -j2 --target hkt-bench hkt-train listops-gen
 # build-nocuda/ is HEAD configured the same way, build/ HEAD with tests and CUDA (compare.sh uses it).
-# Nothing else ran on the machine.
+# HEAD was 28843ff when this script ran (03:55–04:09): the masked LayerNorm and hybrid mix, not yet
+# gelu_masked. Nothing else ran on the machine.
 set -u
 out=docs/results/performance-2026-12-07-zen4-padded-rows
 base=/work/wt-base/build-nocuda
@@ -32,3 +33,5 @@ LENGTHS=full BUILD=build-nocuda ROUNDS=7 MODEL=mha MODE=compile+sdpa OUT=/tmp/ro
   grep -v "^W12" > $out/rounds-mha-compile-sdpa-full-length.txt
 # The table in one run.
 BUILD=build VENV=$VENV OUT=/tmp/compare bench/compare.sh > $out/compare.txt 2>&1
+# Later, at bd678fe (gelu_masked added), the per-kernel comparison again:
+#   THREADS=1 STEPS=4 bench/ab.sh profile $base build-nocuda 5 > $out/ab-profile-1thread-gelu-masked.txt 2>&1
