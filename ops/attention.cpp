@@ -40,19 +40,6 @@ void set_attention_cpu_tile(int64_t tile) {
 
 namespace attention_tiles {
 
-Tensor checked_lengths(const char* op, const Tensor& lengths, int64_t batch, int64_t length, Device device) {
-  check_defined(op, lengths, "lengths");
-  check(lengths.dim() == 1 && lengths.size(0) == batch, op, ": lengths ", lengths.str(), " but batch ", batch,
-        " (expected [", batch, "])");
-  check(lengths.dtype() == DType::Int32 || lengths.dtype() == DType::Int64, op,
-        ": lengths must be int32 or int64, got ", lengths.str());
-  std::vector<int64_t> values = lengths.to_vector<int64_t>();
-  for (int64_t b = 0; b < batch; ++b)
-    check(values[b] >= 1 && values[b] <= length, op, ": length ", values[b], " of example ", b, " is outside [1, ",
-          length, "]");
-  return Tensor::from_vector(values, {batch}, device);
-}
-
 attention_cpu::Problem cpu_problem(const AttentionDims& dims, const Tensor& lengths) {
   attention_cpu::Problem p;
   p.batch = dims.batch;
@@ -173,7 +160,7 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   AttentionDims dims;
   attention_tiles::fill_dims(dims, q, causal, layout);
   dims.zero_padded_rows = padded == PaddedRows::Zero;
-  Tensor valid = attention_tiles::checked_lengths(op, lengths, dims.batch, dims.length, q.device());
+  Tensor valid = checked_sequence_lengths(op, lengths, dims.batch, dims.length, 1, q.device());
 
   Tensor out = Tensor::empty(q.shape(), q.dtype(), q.device());
   Tensor log_sum_exp = Tensor::empty({dims.batch, dims.heads, dims.length}, q.dtype(), q.device());

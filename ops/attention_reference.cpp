@@ -6,6 +6,7 @@
 
 #include "ops/attention.h"
 #include "ops/attention_tiles.h"
+#include "ops/common.h"
 #include "ops/elementwise.h"
 #include "ops/index.h"
 #include "ops/mask.h"
@@ -48,7 +49,7 @@ double inverse_sqrt(int64_t head_dim) { return 1.0 / std::sqrt(static_cast<doubl
 }  // namespace
 
 Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& lengths, bool causal) {
-  attention_tiles::checked_lengths("attention_reference", lengths, q.size(0), q.size(2), q.device());
+  checked_sequence_lengths("attention_reference", lengths, q.size(0), q.size(2), 1, q.device());
   Tensor scores = mul(gemm(q, k, false, true), inverse_sqrt(q.size(3)));
   return matmul(softmax(mask_scores(scores, lengths, causal), -1), v);
 }
@@ -57,7 +58,7 @@ Tensor multiscale_attention_reference(const std::vector<Tensor>& q_levels, const
                                       const Tensor& v, const Tensor& level_logits, const Tensor& lengths,
                                       int64_t stride, bool causal) {
   const int64_t heads = v.size(1), length = v.size(2);
-  attention_tiles::checked_lengths("multiscale_attention_reference", lengths, v.size(0), length, v.device());
+  checked_sequence_lengths("multiscale_attention_reference", lengths, v.size(0), length, 1, v.device());
   Tensor level_weights = softmax(level_logits, 1);  // λ [H, L]
   Tensor fused;
   for (int64_t l = 0; l < static_cast<int64_t>(q_levels.size()); ++l) {

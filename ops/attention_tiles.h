@@ -10,10 +10,6 @@
 
 namespace hkt::attention_tiles {
 
-// lengths [B] (int32/int64, any device), each in [1, T]; returns them as an
-// int64 tensor on `device`. Messages name `op`.
-Tensor checked_lengths(const char* op, const Tensor& lengths, int64_t batch, int64_t length, Device device);
-
 // The CPU kernels' problem (ops/attention_cpu.h) without its levels;
 // lengths: the checked int64 lengths on the CPU.
 attention_cpu::Problem cpu_problem(const AttentionDims& dims, const Tensor& lengths);

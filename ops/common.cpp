@@ -66,15 +66,18 @@ AxisSplit split_at_axis(const Shape& shape, int64_t axis) {
   return split;
 }
 
-Tensor checked_sequence_lengths(const char* op, const Tensor& lengths, int64_t batch, int64_t length) {
+Tensor checked_sequence_lengths(const char* op, const Tensor& lengths, int64_t batch, int64_t length,
+                                int64_t min_length, Device device) {
   check_defined(op, lengths, "lengths");
-  check(lengths.dim() == 1 && lengths.size(0) == batch && !is_floating(lengths.dtype()), op, ": lengths ",
-        lengths.str(), " (expected integers, [", batch, "])");
+  check(lengths.dim() == 1 && lengths.size(0) == batch, op, ": lengths ", lengths.str(), " but batch ", batch,
+        " (expected [", batch, "])");
+  check(lengths.dtype() == DType::Int32 || lengths.dtype() == DType::Int64, op,
+        ": lengths must be int32 or int64, got ", lengths.str());
   const std::vector<int64_t> values = lengths.to_vector<int64_t>();
   for (int64_t b = 0; b < batch; ++b)
-    check(values[b] >= 0 && values[b] <= length, op, ": length ", values[b], " of example ", b, " is outside [0, ",
-          length, "]");
-  return Tensor::from_vector(values, {batch});
+    check(values[b] >= min_length && values[b] <= length, op, ": length ", values[b], " of example ", b,
+          " is outside [", min_length, ", ", length, "]");
+  return Tensor::from_vector(values, {batch}, device);
 }
 
 }  // namespace hkt

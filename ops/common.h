@@ -94,9 +94,12 @@ void check_index(const char* op, const Tensor& t);
 void check_compatible(const char* op, std::initializer_list<Tensor> tensors);
 void check_same_device(const char* op, std::initializer_list<Tensor> tensors);
 void check_nonempty(const char* op, const Tensor& t);
-// The valid positions per sequence of a [B, T, …] input (the ops that skip
-// padded rows): integers [B], each in [0, T], as an int64 tensor on the CPU.
-Tensor checked_sequence_lengths(const char* op, const Tensor& lengths, int64_t batch, int64_t length);
+// The valid positions per sequence of a [B, T, …] input: lengths [B]
+// (int32/int64, any device), each in [min_length, T], returned as an int64
+// tensor on `device`. The attention ops take 1 as the least (every query
+// needs a key), the ops that skip padded rows 0. Messages name `op`.
+Tensor checked_sequence_lengths(const char* op, const Tensor& lengths, int64_t batch, int64_t length,
+                                int64_t min_length = 0, Device device = Device::cpu());
 
 // Maps axis in [-rank, rank) to [0, rank); throws naming the op and shape.
 int64_t normalize_axis(const char* op, int64_t axis, const Shape& shape);

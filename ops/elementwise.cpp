@@ -10,8 +10,8 @@
 #include "ops/attention_cpu.h"
 #include "ops/broadcast.h"
 #include "ops/common.h"
-#include "ops/mask.h"
 #include "ops/elementwise_math.h"
+#include "ops/mask.h"
 #include "ops/reduce.h"
 
 namespace hkt {

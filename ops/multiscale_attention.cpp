@@ -171,7 +171,7 @@ Tensor multiscale_attention(const std::vector<Tensor>& q_levels, const std::vect
   dims.levels = static_cast<int64_t>(q_levels.size());
   dims.stride = stride;
   dims.zero_padded_rows = padded == PaddedRows::Zero;
-  Tensor valid = attention_tiles::checked_lengths(kOp, lengths, dims.batch, dims.length, v.device());
+  Tensor valid = checked_sequence_lengths(kOp, lengths, dims.batch, dims.length, 1, v.device());
 
   Tensor level_weights = softmax(level_logits, 1);  // λ [H, L]; its own node carries dλ to level_logits
   Tensor out = Tensor::empty(v.shape(), v.dtype(), v.device());
