@@ -20,6 +20,30 @@ Tensor channel_gates(const Tensor& gate_logit, int64_t head_dim) {
   return reshape(broadcast_to(gates, {heads, head_dim}), {heads * head_dim});
 }
 
+// Per level l ≥ 1, the rows of X^(l) that a valid position reads, int64 [B]
+// each. A valid query or key i < n reads coarse row floor(i / s^l) (causal:
+// at most that), so rows < ceil(n / s^l); and coarse row m of level l + 1 reads
+// level l's rows up to m·s + s − 1 (SPEC section 2: the window ends at the
+// block's last fine row). From the top level down: rows_l = min(T_l,
+// s · rows_{l+1}). A level's other rows reach only padded queries and masked
+// keys, so they get no gradient in SPEC's form either.
+std::vector<Tensor> coarse_rows_read(const Tensor& lengths_tensor, int64_t length, int64_t levels, int64_t stride) {
+  const std::vector<int64_t> lengths = lengths_tensor.to_vector<int64_t>();
+  std::vector<int64_t> sizes{length};  // T_l
+  for (int64_t l = 1; l < levels; ++l) sizes.push_back((sizes.back() + stride - 1) / stride);
+  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(levels), std::vector<int64_t>(lengths.size()));
+  for (size_t b = 0; b < lengths.size(); ++b) {
+    int64_t block = 1;  // s^(L−1)
+    for (int64_t l = 1; l < levels; ++l) block *= stride;
+    rows[levels - 1][b] = std::min(sizes[levels - 1], (lengths[b] + block - 1) / block);
+    for (int64_t l = levels - 2; l >= 1; --l) rows[l][b] = std::min(sizes[l], stride * rows[l + 1][b]);
+  }
+  std::vector<Tensor> result;
+  for (int64_t l = 1; l < levels; ++l)
+    result.push_back(Tensor::from_vector(rows[l], {static_cast<int64_t>(lengths.size())}));
+  return result;
+}
+
 }  // namespace
 
 LevelProjections::LevelProjections(int64_t d, Generator& generator) {
@@ -42,6 +66,13 @@ Tensor Downsample::forward(const Tensor& x) const {
   Tensor mixed = depthwise_conv1d(x, weight, bias, stride);
   if (pointwise) mixed = pointwise->forward(mixed);  // one coarse token at a time: causality unchanged
   return gelu(ln->forward(mixed));
+}
+
+Tensor Downsample::forward(const Tensor& x, const Tensor& rows) const {
+  // Z's rows past `rows` are pointwise's bias (its GEMM skips the zero rows of Y); the LayerNorm zeroes them.
+  Tensor mixed = depthwise_conv1d_masked(x, weight, bias, stride, rows);
+  if (pointwise) mixed = pointwise->forward(mixed);
+  return gelu_masked(ln->forward(mixed, rows), rows);
 }
 
 CausalConv::CausalConv(int64_t d, int64_t kernel, Generator& generator) {
@@ -72,6 +103,11 @@ HKTAttention::HKTAttention(const ModelConfig& config, Generator& generator) : co
 std::vector<Tensor> HKTAttention::level_inputs(const Tensor& x, const SequenceMask& mask) const {
   // X^(0): x with padded rows 0 (SPEC section 2), which the block's layer_norm_masked already made them.
   std::vector<Tensor> inputs{mask.padded_rows_zero ? x : mul(x, mask.valid_rows)};
+  if (mask.padded_rows_zero && !down.empty()) {
+    const std::vector<Tensor> rows = coarse_rows_read(mask.lengths_tensor, x.size(1), config_.levels, config_.stride);
+    for (size_t l = 0; l < down.size(); ++l) inputs.push_back(down[l]->forward(inputs.back(), rows[l]));
+    return inputs;
+  }
   for (const auto& downsample : down) inputs.push_back(downsample->forward(inputs.back()));
   return inputs;
 }

@@ -19,6 +19,8 @@ struct LevelProjections : Module {
 // Causal strided downsampling to level l (SPEC section 2):
 // Y = depthwise_conv1d(X^(l-1), weight, bias, s), Z = pointwise(Y) when the
 // config has down_pointwise (else Z = Y), X^(l) = GELU(LayerNorm(Z)).
+// forward(x, rows) computes only the rows m < rows[b] of each sequence and
+// leaves the rest 0 (the masked ops), so the GEMMs that read X^(l) skip them.
 struct Downsample : Module {
   Parameter weight, bias;                  // [d, k], [d]
   std::shared_ptr<nn::Linear> pointwise;  // [d, d], [d]; null without down_pointwise
@@ -26,6 +28,7 @@ struct Downsample : Module {
   int64_t stride;
   Downsample(int64_t d, int64_t kernel, int64_t stride, bool pointwise, Generator& generator);
   Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x, const Tensor& rows) const;
 };
 
 // The hybrid head's causal depthwise convolution over V (SPEC section 4).
@@ -49,6 +52,8 @@ class HKTAttention : public Attention {
 
   // X^(0) … X^(L−1); X^(0) is x with padded rows zeroed. Public for
   // inspection (tools/inspect/attention_maps.cpp rebuilds the scores from it).
+  // With mask.padded_rows_zero (the fused blocks) a coarse level's rows that
+  // no valid position reads are 0 (coarse_rows_read) rather than computed.
   std::vector<Tensor> level_inputs(const Tensor& x, const SequenceMask& mask) const;
 
  private:

@@ -8,6 +8,7 @@
 #include "engine/dispatch.h"
 #include "ops/common.h"
 #include "ops/conv1d_rows.h"
+#include "ops/mask.h"
 
 namespace hkt {
 
@@ -20,7 +21,10 @@ inline int64_t window_start(int64_t m, int64_t stride, int64_t k) { return m * s
 
 }  // namespace
 
-void depthwise_conv1d_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, Tensor& out) {
+// rows: the output rows computed per sequence (the masked form), the rest 0;
+// null for all of them.
+void depthwise_conv1d_rows_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
+                               const int64_t* rows, Tensor& out) {
   visit_floating("depthwise_conv1d", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const int64_t B = x.size(0), length = x.size(1), C = x.size(2), k = weight.size(1), T_out = out.size(1);
@@ -31,9 +35,18 @@ void depthwise_conv1d_cpu(const Tensor& x, const Tensor& weight, const Tensor& b
 #pragma omp parallel for if (B * T_out * C * k > HKT_OMP_MIN_WORK)
     for (int64_t row = 0; row < B * T_out; ++row) {
       const int64_t b = row / T_out, m = row % T_out;
-      conv_row(px + b * length * C, length, window_start(m, stride, k), C, k, taps.data(), pb, po + row * C);
+      if (rows && m >= rows[b]) std::fill(po + row * C, po + (row + 1) * C, T(0));
+      else conv_row(px + b * length * C, length, window_start(m, stride, k), C, k, taps.data(), pb, po + row * C);
     }
   });
+}
+
+void depthwise_conv1d_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, Tensor& out) {
+  depthwise_conv1d_rows_cpu(x, weight, bias, stride, nullptr, out);
+}
+void depthwise_conv1d_masked_cpu(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
+                                 const Tensor& lengths, Tensor& out) {
+  depthwise_conv1d_rows_cpu(x, weight, bias, stride, lengths.data<int64_t>(), out);
 }
 
 // One pass over dY gives all three gradients: for output row m and each tap
@@ -49,9 +62,11 @@ void depthwise_conv1d_cpu(const Tensor& x, const Tensor& weight, const Tensor& b
 // It replaced two passes (a gather per input row for dX, a sweep for dW)
 // that read dY twice and cost an integer division per tap: the six
 // convolutions' backward of the HKT step went from 7.6 to 6.2 ms on one
-// thread (docs/PERFORMANCE.md, "2026-12-06, Intel again").
-void depthwise_conv1d_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& grad_out, int64_t stride,
-                                   Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias, bool accumulate) {
+// thread (docs/PERFORMANCE.md, "2026-12-06, Intel again"). rows: as in the
+// forward; the masked form's dY rows m ≥ rows[b] are not read.
+void depthwise_conv1d_backward_rows_cpu(const Tensor& x, const Tensor& weight, const Tensor& grad_out, int64_t stride,
+                                        const int64_t* rows, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias,
+                                        bool accumulate) {
   visit_floating("depthwise_conv1d_backward", x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const int64_t B = x.size(0), length = x.size(1), C = x.size(2), k = weight.size(1), T_out = grad_out.size(1);
@@ -69,7 +84,7 @@ void depthwise_conv1d_backward_cpu(const Tensor& x, const Tensor& weight, const 
       T* dxs = pdx ? pdx + b * length * C : nullptr;
       if (dxs && !accumulate) std::fill(dxs, dxs + length * C, T(0));
       T* dw_taps = params ? partials.data() + b * partial_size : nullptr;
-      for (int64_t m = 0; m < T_out; ++m) {
+      for (int64_t m = 0; m < (rows ? rows[b] : T_out); ++m) {
         const T* dy = dys + m * C;
         if (row_is_zero(dy, C)) continue;  // adds nothing anywhere (ops/common.h)
         if (dw_taps) {
@@ -105,13 +120,28 @@ void depthwise_conv1d_backward_cpu(const Tensor& x, const Tensor& weight, const 
   });
 }
 
+void depthwise_conv1d_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& grad_out, int64_t stride,
+                                   Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias, bool accumulate) {
+  depthwise_conv1d_backward_rows_cpu(x, weight, grad_out, stride, nullptr, grad_x, grad_weight, grad_bias, accumulate);
+}
+void depthwise_conv1d_masked_backward_cpu(const Tensor& x, const Tensor& weight, const Tensor& grad_out,
+                                          int64_t stride, const Tensor& lengths, Tensor& grad_x, Tensor& grad_weight,
+                                          Tensor& grad_bias, bool accumulate) {
+  depthwise_conv1d_backward_rows_cpu(x, weight, grad_out, stride, lengths.data<int64_t>(), grad_x, grad_weight,
+                                     grad_bias, accumulate);
+}
+
 HKT_REGISTER_KERNEL(kernels::depthwise_conv1d, DeviceType::CPU, depthwise_conv1d_cpu);
 HKT_REGISTER_KERNEL(kernels::depthwise_conv1d_backward, DeviceType::CPU, depthwise_conv1d_backward_cpu);
+HKT_REGISTER_KERNEL(kernels::depthwise_conv1d_masked, DeviceType::CPU, depthwise_conv1d_masked_cpu);
+HKT_REGISTER_KERNEL(kernels::depthwise_conv1d_masked_backward, DeviceType::CPU, depthwise_conv1d_masked_backward_cpu);
 
-// ---- op -------------------------------------------------------------------
+// ---- ops ------------------------------------------------------------------
 
-Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride) {
-  const char* op = kernels::depthwise_conv1d;
+namespace {
+
+// The shape [B, ceil(T/s), C] of the convolution's output, after checking its arguments.
+Shape checked_output_shape(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride) {
   check_floating(op, x);
   check_defined(op, weight, "weight");
   check(x.dim() == 3, op, ": input ", shape_str(x.shape()), " is not 3-D [B, T, C]");
@@ -126,16 +156,18 @@ Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
   } else {
     check_compatible(op, {x, weight});
   }
-  const int64_t T_out = (x.size(1) + stride - 1) / stride;
-  Tensor out = Tensor::empty({x.size(0), T_out, x.size(2)}, x.dtype(), x.device());
-  dispatch::kernel<DepthwiseConv1dKernel>(op, x.device())(x, weight, bias, stride, out);
+  return {x.size(0), (x.size(1) + stride - 1) / stride, x.size(2)};
+}
 
+// Records the node of both forms; lengths undefined for the plain one.
+void record_conv(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
+                 const Tensor& lengths, Tensor& out) {
   // An undefined bias is no input of the graph node (the graph walk reads every input).
   const bool has_bias = bias.defined();
   std::vector<Tensor> inputs = {x, weight};
   if (has_bias) inputs.push_back(bias);
   record(op, inputs, out,
-         [x = x.detach(), weight = weight.detach(), stride, has_bias, rx = x.requires_grad(),
+         [x = x.detach(), weight = weight.detach(), stride, lengths, has_bias, rx = x.requires_grad(),
           rw = weight.requires_grad(), rb = has_bias && bias.requires_grad()](const Tensor& g) -> std::vector<Tensor> {
            // dX adds into the gradient x already has from its other consumers, where autograd hands it over.
            const Tensor sum = rx ? take_gradient_sum(0) : Tensor();
@@ -143,13 +175,38 @@ Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bia
            Tensor gx = accumulate ? sum : rx ? Tensor::empty(x.shape(), x.dtype(), x.device()) : Tensor();
            Tensor gw = rw ? Tensor::empty(weight.shape(), x.dtype(), x.device()) : Tensor();
            Tensor gb = rb ? Tensor::empty({weight.size(0)}, x.dtype(), x.device()) : Tensor();
-           dispatch::kernel<DepthwiseConv1dBackwardKernel>(kernels::depthwise_conv1d_backward, x.device())(x, weight, g,
-                                                                                                   stride, gx, gw, gb,
-                                                                                                   accumulate);
+           if (lengths.defined())
+             dispatch::kernel<DepthwiseConv1dMaskedBackwardKernel>(kernels::depthwise_conv1d_masked_backward,
+                                                                   x.device())(x, weight, g, stride, lengths, gx, gw,
+                                                                               gb, accumulate);
+           else
+             dispatch::kernel<DepthwiseConv1dBackwardKernel>(kernels::depthwise_conv1d_backward, x.device())(
+                 x, weight, g, stride, gx, gw, gb, accumulate);
            std::vector<Tensor> grads = {gx, gw};
            if (has_bias) grads.push_back(gb);
            return grads;
          });
+}
+
+}  // namespace
+
+Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride) {
+  const char* op = kernels::depthwise_conv1d;
+  Tensor out = Tensor::empty(checked_output_shape(op, x, weight, bias, stride), x.dtype(), x.device());
+  dispatch::kernel<DepthwiseConv1dKernel>(op, x.device())(x, weight, bias, stride, out);
+  record_conv(op, x, weight, bias, stride, Tensor(), out);
+  return out;
+}
+
+Tensor depthwise_conv1d_masked(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
+                               const Tensor& lengths) {
+  const char* op = kernels::depthwise_conv1d_masked;
+  const Shape shape = checked_output_shape(op, x, weight, bias, stride);
+  const Tensor valid = checked_sequence_lengths(op, lengths, shape[0], shape[1]);
+  if (x.device().type != DeviceType::CPU) return zero_padded_rows(depthwise_conv1d(x, weight, bias, stride), valid);
+  Tensor out = Tensor::empty(shape, x.dtype(), x.device());
+  dispatch::kernel<DepthwiseConv1dMaskedKernel>(op, x.device())(x, weight, bias, stride, valid, out);
+  record_conv(op, x, weight, bias, stride, valid, out);
   return out;
 }
 

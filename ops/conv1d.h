@@ -18,11 +18,21 @@ namespace hkt {
 // O_conv[i, c] = bc[c] + Σ_r Wc[c, r] · V[i − kc + 1 + r, c].
 Tensor depthwise_conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride);
 
+// depthwise_conv1d with the output rows m ≥ lengths[b] set to 0 and passed no
+// gradient: on the CPU it computes only the rows m < lengths[b] (HKT's fused
+// levels, whose coarse rows past what any valid position reads the pointwise
+// projection's GEMM then skips). lengths: integers [B], each in [0, T_out].
+// On other devices than the CPU, depthwise_conv1d then masked_fill.
+Tensor depthwise_conv1d_masked(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
+                               const Tensor& lengths);
+
 // ---- kernel names and signatures (shared by the CPU and CUDA registrations) ----
 
 namespace kernels {  // the names they register under, declared once (ops/, cuda/ and the lookups use them)
 inline constexpr const char* depthwise_conv1d = "depthwise_conv1d";
 inline constexpr const char* depthwise_conv1d_backward = "depthwise_conv1d_backward";
+inline constexpr const char* depthwise_conv1d_masked = "depthwise_conv1d_masked";  // CPU only
+inline constexpr const char* depthwise_conv1d_masked_backward = "depthwise_conv1d_masked_backward";
 }  // namespace kernels
 
 // x [B, T, C], weight [C, k], bias [C] or undefined, out [B, T_out, C].
@@ -33,5 +43,11 @@ using DepthwiseConv1dKernel = void(const Tensor& x, const Tensor& weight, const 
 using DepthwiseConv1dBackwardKernel = void(const Tensor& x, const Tensor& weight, const Tensor& grad_out,
                                            int64_t stride, Tensor& grad_x, Tensor& grad_weight, Tensor& grad_bias,
                                            bool accumulate);
+// The masked forms: lengths int64 [B] on the CPU, the output rows computed per sequence.
+using DepthwiseConv1dMaskedKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride,
+                                         const Tensor& lengths, Tensor& out);
+using DepthwiseConv1dMaskedBackwardKernel = void(const Tensor& x, const Tensor& weight, const Tensor& grad_out,
+                                                 int64_t stride, const Tensor& lengths, Tensor& grad_x,
+                                                 Tensor& grad_weight, Tensor& grad_bias, bool accumulate);
 
 }  // namespace hkt

@@ -166,6 +166,46 @@ TEST_CASE("depthwise_conv1d rejects bad input with the op and shapes named") {
   REQUIRE_THROWS_WITH(depthwise_conv1d(x, Tensor(), Tensor(), 1), "depthwise_conv1d: weight is an undefined tensor");
 }
 
+TEST_CASE("depthwise_conv1d_masked is depthwise_conv1d with the rows past lengths 0, in value and gradient") {
+  // Output lengths 0, 1, T_out − 1 and T_out; a loss on the masked rows too (they are constant 0: no gradient),
+  // and dX added into a gradient x already has (x also feeds a product).
+  const int64_t batch = 4, length = 9, channels = 5, k = 3, stride = 2, out_length = 5;
+  const std::vector<int64_t> valid = {0, 1, out_length - 1, out_length};
+  const Tensor lengths = Tensor::from_vector(valid, {batch});
+  const Tensor rows = hkt::testing::valid_rows_mask(valid, out_length);
+  const Tensor x = random_tensor({batch, length, channels}, 40), w = random_tensor({channels, k}, 41),
+               bias = random_tensor({channels}, 42);
+  gradcheck([&](const std::vector<Tensor>& in) { return depthwise_conv1d_masked(in[0], in[1], in[2], stride, lengths); },
+            {x, w, bias});
+  gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        return add(sum(depthwise_conv1d_masked(in[0], in[1], Tensor(), stride, lengths)), sum(mul(in[0], in[0])));
+      },
+      {x, w});
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    INFO(dtype_name(dtype));
+    std::vector<Tensor> masked_in, composed_in;
+    for (const Tensor& t : {x, w, bias}) {
+      masked_in.push_back(t.to(dtype).detach().requires_grad_(true));
+      composed_in.push_back(t.to(dtype).detach().requires_grad_(true));
+    }
+    const Tensor g = random_tensor({batch, out_length, channels}, 43, dtype);
+    Tensor masked = depthwise_conv1d_masked(masked_in[0], masked_in[1], masked_in[2], stride, lengths);
+    Tensor composed = mul(depthwise_conv1d(composed_in[0], composed_in[1], composed_in[2], stride), rows.to(dtype));
+    CHECK(max_abs_diff(masked, composed) == 0.0);
+    masked.backward(g);
+    composed.backward(g);
+    const double tolerance = dtype == DType::Float32 ? 1e-5 : 1e-13;  // dW and dbias sum fewer terms
+    for (size_t i = 0; i < masked_in.size(); ++i) CHECK(max_abs_diff(masked_in[i].grad(), composed_in[i].grad()) < tolerance);
+  }
+  REQUIRE_THROWS_WITH(depthwise_conv1d_masked(x, w, bias, stride, Tensor::from_vector(std::vector<int64_t>{1, 2, 6, 0}, {4})),
+                      "depthwise_conv1d_masked: length 6 of example 2 is outside [0, 5]");
+  REQUIRE_THROWS_WITH(depthwise_conv1d_masked(x, w, bias, stride, Tensor::from_vector(std::vector<int64_t>{1, 2}, {2})),
+                      "depthwise_conv1d_masked: lengths int64[2] but batch 4 (expected [4])");
+  REQUIRE_THROWS_WITH(depthwise_conv1d_masked(x, Tensor::zeros({3, 3}, DType::Float64), bias, stride, lengths),
+                      "depthwise_conv1d_masked: input [4, 9, 5] but weight [3, 3]");
+}
+
 // ---- hybrid_mix: the hybrid head's β ⊙ A + (1 − β) ⊙ conv(V) as one op -------------------------
 
 namespace {

@@ -33,6 +33,9 @@ const std::set<std::string> kCpuOnly = {
     // on CUDA the op is its composition, gelu then masked_fill (ops/elementwise.h)
     "gelu_masked",
     "gelu_masked_backward",
+    // on CUDA the op is its composition, depthwise_conv1d then masked_fill (ops/conv1d.h)
+    "depthwise_conv1d_masked",
+    "depthwise_conv1d_masked_backward",
 };
 const std::set<std::string> kCudaOnly = {
     "adamw_step_multi",  // every parameter in one launch; AdamW falls back to adamw_step per parameter elsewhere
@@ -96,6 +99,8 @@ const std::vector<GradientCheck> kGradientChecks = {
     {"masked_fill", "test_mask.cpp", "masked_fill("},
     {"depthwise_conv1d", "test_conv1d.cpp", "depthwise_conv1d("},
     {"depthwise_conv1d_backward", "test_conv1d.cpp", "depthwise_conv1d("},
+    {"depthwise_conv1d_masked", "test_conv1d.cpp", "depthwise_conv1d_masked("},
+    {"depthwise_conv1d_masked_backward", "test_conv1d.cpp", "depthwise_conv1d_masked("},
     {"hybrid_mix", "test_conv1d.cpp", "hybrid_mix("},
     {"hybrid_mix_backward", "test_conv1d.cpp", "hybrid_mix("},
     {"attention", "test_attention.cpp", "attention("},

@@ -265,14 +265,19 @@ TEST_CASE("fused and composed attention give the same classifier logits and grad
   for (auto [attention, levels, stride, causal, pointwise] :
        {std::tuple<const char*, int64_t, int64_t, bool, bool>{"mha", 1, 2, false, false}, {"mha", 1, 2, true, false},
         {"hkt", 3, 2, false, false}, {"hkt", 4, 3, true, false}, {"hkt", 2, 2, true, false},
-        {"hkt", 3, 2, true, true}}) {
+        {"hkt", 3, 2, true, true}, {"hkt", 3, 2, false, true}}) {
+    // The fused HKT leaves the coarse rows no valid position reads 0 (coarse_rows_read in
+    // models/hkt_attention.cpp); the pointwise projection's bias makes the rows it skips nonzero.
     INFO(attention << " levels " << levels << " stride " << stride << " causal " << causal << " pointwise "
                    << pointwise);
     ModelConfig config = tiny_config(attention, levels, causal);
     config.stride = stride;
     config.down_pointwise = pointwise;
-    Tensor tokens = Tensor::from_vector<int64_t>({1, 4, 2, 9, 3, 3, 0, 5, 5, 8, 1, 2, 7, 7}, {2, 7});
-    Tensor lengths = lengths_tensor({7, 1}), labels = lengths_tensor({2, 0});  // a row with a single valid key
+    Tensor tokens =
+        Tensor::from_vector<int64_t>({1, 4, 2, 9, 3, 3, 0, 5, 5, 8, 1, 2, 7, 7, 6, 2, 10, 4, 1, 3, 8}, {3, 7});
+    // A row with a single valid key; length 5 reads level 1's row 3 through level 2's row 1, one past
+    // level 1's 3 valid rows.
+    Tensor lengths = lengths_tensor({7, 1, 5}), labels = lengths_tensor({2, 0, 1});
     std::vector<std::vector<double>> logits, grads;
     for (bool fused : {true, false}) {
       Classifier model(config, 13);
