@@ -117,6 +117,38 @@ bool block_is_zero(const float* p, int64_t rows, int64_t cols, int64_t stride) {
   return true;
 }
 
+// Calls run(first, count, zero) over the rows [0, rows) of a block (cols
+// values each, `stride` apart) in order, in runs: zero = true for a run of
+// at least kZeroRun rows that are all zero (it adds nothing to a product),
+// false for the rows between, which a product then computes. Finer than
+// block_is_zero: the padded rows of a sequence rarely fill the blocks they
+// fall in (48 rows of C, 64 of depth); at lengths spread over T/2 … T a third
+// of MHA's padded rows, and most of HKT's coarse levels' (256 and 128 rows a
+// sequence), shared a block with valid ones. Shorter zero runs stay in the
+// product: splitting it costs micro-kernel remainders (6 rows a kernel).
+constexpr int64_t kZeroRun = 8;
+template <class Run>
+void for_each_row_run(const float* p, int64_t rows, int64_t cols, int64_t stride, Run&& run) {
+  int64_t first = 0;  // the first row not yet handed to run
+  // The first value decides most rows: a valid row's is rarely 0 (NaN is not 0 either).
+  auto zero_row = [&](int64_t r) { return p[r * stride] == 0.0f && row_is_zero(p + r * stride, cols); };
+  for (int64_t r = 0; r < rows;) {
+    if (!zero_row(r)) {
+      ++r;
+      continue;
+    }
+    int64_t end = r + 1;
+    while (end < rows && zero_row(end)) ++end;
+    if (end - r >= kZeroRun) {
+      if (r > first) run(first, r - first, false);
+      run(r, end - r, true);
+      first = end;
+    }
+    r = end;
+  }
+  if (rows > first) run(first, rows - first, false);
+}
+
 // sums[r] += Σ_{k < count} op(A)[r, k] for the m rows of op(A), element (r, k) at a[r · a_row + k · a_col].
 template <class T>
 void add_row_sums(int64_t m, int64_t count, const T* a, int64_t a_row, int64_t a_col, T* sums) {
@@ -143,7 +175,7 @@ void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
   float* partial = partials.data<float>();
   const Tensor sum_partials = row_sums ? Tensor::zeros({chunks, m}) : Tensor();
   float* sum_partial = row_sums ? sum_partials.data<float>() : nullptr;
-  // Dynamic: a chunk of zero blocks (block_is_zero) is quick, and where they are depends on the batch.
+  // Dynamic: a chunk of zero rows (for_each_row_run) is quick, and where they are depends on the batch.
 #pragma omp parallel for schedule(dynamic)
   for (int64_t chunk = 0; chunk < chunks; ++chunk) {
     const int64_t end = std::min(k, (chunk + 1) * kDepthChunk);
@@ -152,14 +184,22 @@ void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
       // Two blocks ahead: one block's compute is shorter than a DRAM round trip.
       const int64_t ahead = k0 + 2 * kDepthBlock, count = std::min(kDepthBlock, end - k0);
       if (ahead < end) prefetch_depth_block(m, n, ahead, std::min(kDepthBlock, end - ahead), a, a_row, a_col, b);
-      // A's block as stored: count rows of m (Aᵀ stored), else m rows of count.
-      const bool zero = a_row == 1 ? block_is_zero(a + k0 * a_col, count, m, a_col)
-                                   : block_is_zero(a + k0 * a_col, m, count, a_row);
-      if (zero) continue;  // adds nothing to the product or the row sums
-      path.gemm(m, n, count, a + k0 * a_col, a_row, a_col, b + k0 * n, n, partial + chunk * m * n, n, 1.0f, started,
-                nullptr);
-      started = true;
-      if (sum_partial) add_row_sums(m, count, a + k0 * a_col, a_row, a_col, sum_partial + chunk * m);
+      // Depth [k1, k1 + depth) of the product: adds to the chunk's partial and row sums.
+      auto product = [&](int64_t k1, int64_t depth) {
+        path.gemm(m, n, depth, a + k1 * a_col, a_row, a_col, b + k1 * n, n, partial + chunk * m * n, n, 1.0f,
+                  started, nullptr);
+        started = true;
+        if (sum_partial) add_row_sums(m, depth, a + k1 * a_col, a_row, a_col, sum_partial + chunk * m);
+      };
+      // Zero depth rows of A add nothing to the product or the row sums. Aᵀ stored: the block is count rows of
+      // m, and its zero runs drop out; else m rows of count, skipped only when all zero.
+      if (a_row == 1) {
+        for_each_row_run(a + k0 * a_col, count, m, a_col, [&](int64_t first, int64_t rows, bool zero) {
+          if (!zero) product(k0 + first, rows);
+        });
+      } else if (!block_is_zero(a + k0 * a_col, m, count, a_row)) {
+        product(k0, count);
+      }
     }
     if (!started) std::fill(partial + chunk * m * n, partial + (chunk + 1) * m * n, 0.0f);
   }
@@ -213,21 +253,28 @@ void own_gemm(const float* pa, const float* pb, const float* bias, float* pc, co
       gemm_split_depth(m, n, k, a, a_row, a_col, rows_b, bias, c, summing, path, row_sums);
       continue;
     }
-    // Runs of 4 blocks, dealt out as threads come free: blocks of zero rows (block_is_zero) are
+    // Runs of 4 blocks, dealt out as threads come free: blocks of zero rows (for_each_row_run) are
     // quick, and a static split would leave the thread with the batch's longer examples the most work.
 #pragma omp parallel for schedule(dynamic, 4) if (m * n * k > 8 * HKT_OMP_MIN_WORK && blocks > 1)
     for (int64_t block = 0; block < blocks; ++block) {
       const int64_t m0 = block * kRows, rows = std::min(kRows, m - m0);
       // The next block's rows of A (B is small and stays in cache).
       if (a_col == 1 && m0 + kRows < m) prefetch_to_l2(a + (m0 + kRows) * a_row, std::min(kRows, m - m0 - kRows) * k);
-      // Rows of A that are all zero (block_is_zero): C's rows are the bias, 0, or what they hold.
-      if (a_col == 1 && block_is_zero(a + m0 * a_row, rows, k, a_row)) {
-        if (!summing) fill_rows(c + m0 * n, rows, n, bias);
+      // Rows [r0, r0 + count) of the block. linear's bias joins in the micro-kernel's store: C written once,
+      // never read back.
+      auto product = [&](int64_t r0, int64_t count) {
+        path.gemm(count, n, k, a + r0 * a_row, a_row, a_col, rows_b, n, c + r0 * n, n, 1.0f, summing,
+                  summing ? nullptr : bias);
+      };
+      if (a_col != 1) {
+        product(m0, rows);
         continue;
       }
-      // linear's bias joins in the micro-kernel's store: C written once, never read back.
-      path.gemm(rows, n, k, a + m0 * a_row, a_row, a_col, rows_b, n, c + m0 * n, n, 1.0f, summing,
-                summing ? nullptr : bias);
+      // Runs of rows of A that are all zero (for_each_row_run): C's rows are the bias, 0, or what they hold.
+      for_each_row_run(a + m0 * a_row, rows, k, a_row, [&](int64_t first, int64_t count, bool zero) {
+        if (!zero) product(m0 + first, count);
+        else if (!summing) fill_rows(c + (m0 + first) * n, count, n, bias);
+      });
     }
   }
 }

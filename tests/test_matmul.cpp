@@ -153,19 +153,27 @@ TEST_CASE("linear's bias gradient, summed as the weight gradient's product reads
   set_num_threads(threads);
 }
 
-// The CPU GEMMs skip blocks of A that are all zero (a training step's output
-// gradients at padded positions): C's rows must still be the bias, zero or
-// what they held, and a split-depth chunk that skips its first block, or all
-// of them, must still start from zero.
+// The CPU GEMMs skip runs of rows of A that are all zero (a training step's
+// padded positions, in the activations and the output gradients): C's rows
+// must still be the bias, zero or what they held, and a split-depth chunk
+// that skips its first rows, or all of them, must still start from zero.
 TEST_CASE("linear with rows of zeros in x and in the output gradient matches the float64 reference") {
   const int threads = num_threads();
   // 6000 rows: three 2048-row depth chunks of the weight gradient. Zero: rows [100, 300)
   // (whole 48-row blocks and partial ones), the first chunk's first 64-row block [0, 64),
-  // all of the second chunk [2048, 4096), and the last 7 rows.
+  // runs of 7 (left in the product), 8 and 20 rows inside blocks, all of the second chunk
+  // [2048, 4096), and the last 7 rows. Rows 700 and 701 start with 0 and are not zero.
   const int64_t rows = 6000, in = 64, out = 32;
-  auto zero_row = [](int64_t r) { return r < 64 || (r >= 100 && r < 300) || (r >= 2048 && r < 4096) || r >= 5993; };
+  auto zero_row = [](int64_t r) {
+    return r < 64 || (r >= 100 && r < 300) || (r >= 500 && r < 507) || (r >= 600 && r < 608) ||
+           (r >= 1003 && r < 1023) || (r >= 2048 && r < 4096) || r >= 5993;
+  };
   std::vector<double> xv = random_tensor({rows, in}, 11).to_vector<double>();
   std::vector<double> gv = random_tensor({rows, out}, 12).to_vector<double>();
+  for (int64_t r : {700, 701}) {
+    xv[r * in] = 0.0;
+    gv[r * out] = 0.0;
+  }
   for (int64_t r = 0; r < rows; ++r) {
     if (!zero_row(r)) continue;
     std::fill(xv.begin() + r * in, xv.begin() + (r + 1) * in, r % 2 ? -0.0 : 0.0);
