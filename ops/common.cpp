@@ -1,5 +1,7 @@
 #include "ops/common.h"
 
+#include <algorithm>
+#include <numeric>
 #include <sstream>
 
 namespace hkt {
@@ -78,6 +80,14 @@ Tensor checked_sequence_lengths(const char* op, const Tensor& lengths, int64_t b
     check(values[b] >= min_length && values[b] <= length, op, ": length ", values[b], " of example ", b,
           " is outside [", min_length, ", ", length, "]");
   return Tensor::from_vector(values, {batch}, device);
+}
+
+std::vector<int64_t> longest_first(const int64_t* lengths, int64_t batch) {
+  std::vector<int64_t> order(static_cast<size_t>(batch));
+  std::iota(order.begin(), order.end(), int64_t(0));
+  if (lengths)
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return lengths[a] > lengths[b]; });
+  return order;
 }
 
 }  // namespace hkt

@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "engine/autograd.h"
 #include "engine/tensor.h"
@@ -100,6 +101,14 @@ void check_nonempty(const char* op, const Tensor& t);
 // needs a key), the ops that skip padded rows 0. Messages name `op`.
 Tensor checked_sequence_lengths(const char* op, const Tensor& lengths, int64_t batch, int64_t length,
                                 int64_t min_length = 0, Device device = Device::cpu());
+
+// The sequences 0 … batch − 1 longest first (lengths[b] descending, ties in
+// batch order; lengths null: batch order). Kernels that skip padded rows and
+// deal sequences out as threads come free (schedule(dynamic)) take them in
+// this order, so that the last ones are short: in batch order the
+// benchmark's batch, sorted by length (T/2 … T), ended with its longest
+// sequence on one thread while the other waited.
+std::vector<int64_t> longest_first(const int64_t* lengths, int64_t batch);
 
 // Maps axis in [-rank, rank) to [0, rank); throws naming the op and shape.
 int64_t normalize_axis(const char* op, int64_t axis, const Shape& shape);

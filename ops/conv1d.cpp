@@ -32,7 +32,8 @@ void depthwise_conv1d_rows_cpu(const Tensor& x, const Tensor& weight, const Tens
     const T* pb = bias.defined() ? static_cast<const T*>(bias.raw_data()) : nullptr;
     T* po = static_cast<T*>(out.raw_data());
     const std::vector<T> taps = weight_by_tap(static_cast<const T*>(weight.raw_data()), C, k);
-#pragma omp parallel for if (B * T_out * C * k > HKT_OMP_MIN_WORK)
+    // Runs of 256 rows as threads come free: the masked rows are quick, and they gather at the ends of sequences.
+#pragma omp parallel for schedule(dynamic, 256) if (B * T_out * C * k > HKT_OMP_MIN_WORK)
     for (int64_t row = 0; row < B * T_out; ++row) {
       const int64_t b = row / T_out, m = row % T_out;
       if (rows && m >= rows[b]) std::fill(po + row * C, po + (row + 1) * C, T(0));
@@ -77,8 +78,10 @@ void depthwise_conv1d_backward_rows_cpu(const Tensor& x, const Tensor& weight, c
     const std::vector<T> taps = weight_by_tap(static_cast<const T*>(weight.raw_data()), C, k);
     const int64_t partial_size = (k + 1) * C;  // per sequence: dW as [k, C], then dbias
     std::vector<T> partials(params ? static_cast<size_t>(B * partial_size) : 0, T(0));
-#pragma omp parallel for if (B * T_out * C * k > HKT_OMP_MIN_WORK)
-    for (int64_t b = 0; b < B; ++b) {
+    const std::vector<int64_t> order = longest_first(rows, B);  // the masked form's work follows its rows
+#pragma omp parallel for schedule(dynamic) if (B * T_out * C * k > HKT_OMP_MIN_WORK)
+    for (int64_t task = 0; task < B; ++task) {
+      const int64_t b = order[task];
       const T* xs = px + b * length * C;
       const T* dys = pg + b * T_out * C;
       T* dxs = pdx ? pdx + b * length * C : nullptr;

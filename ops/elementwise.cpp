@@ -168,18 +168,20 @@ HKT_REGISTER_UNARY(pow, Pow);
 
 // gelu_masked: per sequence of x [B, T, C], GELU (or its backward) over the
 // contiguous rows t < lengths[b], zeros over the rest. A sequence per task,
-// taken as threads come free: valid lengths differ.
+// longest first, taken as threads come free: valid lengths differ.
 template <bool Backward>
 void gelu_masked_rows_cpu(const Tensor& x, const Tensor& lengths, const Tensor& grad_out, Tensor& result) {
   const int64_t batch = x.size(0), per_sequence = x.size(1) * x.size(2), width = x.size(2);
   const int64_t* valid = lengths.data<int64_t>();
+  const std::vector<int64_t> order = longest_first(valid, batch);
   visit_floating(Backward ? kernels::gelu_masked_backward : kernels::gelu_masked, x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* px = x.data<T>();
     const T* pg = Backward ? grad_out.data<T>() : nullptr;
     T* pr = result.data<T>();
 #pragma omp parallel for schedule(dynamic) if (x.numel() > HKT_OMP_MIN_WORK)
-    for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t task = 0; task < batch; ++task) {
+      const int64_t b = order[task];
       const int64_t offset = b * per_sequence, count = valid[b] * width;
       if constexpr (std::is_same_v<T, float>) {
         const attention_cpu::Path& path = attention_cpu::widest_path();

@@ -27,7 +27,8 @@ void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& 
     T* po = out.data<T>();
     const std::vector<T> taps = weight_by_tap(weight.data<T>(), C, k);
     const int64_t* valid = lengths.defined() ? lengths.data<int64_t>() : nullptr;
-#pragma omp parallel for if (B * length * C * k > HKT_OMP_MIN_WORK)
+    // Runs of 256 rows as threads come free: padded rows are quick, and they gather at the ends of sequences.
+#pragma omp parallel for schedule(dynamic, 256) if (B * length * C * k > HKT_OMP_MIN_WORK)
     for (int64_t row = 0; row < B * length; ++row) {
       const int64_t b = row / length, t = row % length;
       T* y = po + row * C;
@@ -42,7 +43,7 @@ void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& 
   });
 }
 
-// A sequence per task. Per row t: the convolution recomputed (c), dA = β ⊙ g,
+// A sequence per task, longest first (longest_first), as threads come free. Per row t: the convolution recomputed (c), dA = β ⊙ g,
 // dβ += g ⊙ (A − c), dc = (1 − β) ⊙ g, dbias += dc, and per tap r reading
 // t' = t − k + 1 + r: dV[t'] += W[:, r] ⊙ dc and dW[:, r] += dc ⊙ V[t'].
 // dV rows get terms only from their own sequence, t ascending (row t' first
@@ -65,11 +66,13 @@ void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const
     const int64_t* lengths_of = lengths.defined() ? lengths.data<int64_t>() : nullptr;
     const int64_t partial_size = (k + 2) * C;  // per sequence: dW as [k, C], dbias, dβ
     std::vector<T> partials(static_cast<size_t>(B * partial_size), T(0));
+    const std::vector<int64_t> order = longest_first(lengths_of, B);
 #pragma omp parallel if (B * length * C * k > HKT_OMP_MIN_WORK)
     {
       std::vector<T> conv(static_cast<size_t>(C));  // this thread's row of the convolution, then of its gradient
-#pragma omp for
-      for (int64_t b = 0; b < B; ++b) {
+#pragma omp for schedule(dynamic)
+      for (int64_t task = 0; task < B; ++task) {
+        const int64_t b = order[task];
         const T* vs = pv + b * length * C;
         T* dvs = pdv ? pdv + b * length * C : nullptr;
         T* dw_taps = partials.data() + b * partial_size;
