@@ -126,6 +126,35 @@ TEST_CASE("depthwise_conv1d gradients do not depend on the thread count") {
   CHECK(grads[0] == grads[2]);
 }
 
+TEST_CASE("the masked convolution and the mix with lengths give the same values and gradients for any thread count") {
+  // Lengths out of order: the kernels deal sequences out longest first (longest_first) and must still
+  // sum the per-sequence partials in batch order.
+  const int64_t B = 6, T = 64, C = 32;
+  const Tensor lengths = Tensor::from_vector(std::vector<int64_t>{40, 64, 0, 17, 64, 3}, {B});
+  const Tensor coarse_rows = Tensor::from_vector(std::vector<int64_t>{20, 32, 0, 9, 31, 2}, {B});
+  const Tensor x = random_tensor({B, T, C}, 50, DType::Float32), a = random_tensor({B, T, C}, 51, DType::Float32);
+  const Tensor w = random_tensor({C, 3}, 52, DType::Float32), wc = random_tensor({C, 5}, 53, DType::Float32);
+  const Tensor bias = random_tensor({C}, 54, DType::Float32), gates = sigmoid(random_tensor({C}, 55, DType::Float32));
+  const Tensor down_weights = random_tensor({B, T / 2, C}, 56, DType::Float32);
+  const Tensor mix_weights = random_tensor({B, T, C}, 57, DType::Float32);
+  const int threads = num_threads();
+  auto run = [&](int t) {
+    set_num_threads(t);
+    std::vector<Tensor> leaves;
+    for (const Tensor& leaf : {x, a, w, wc, bias, gates}) leaves.push_back(leaf.detach().clone().requires_grad_(true));
+    Tensor down = depthwise_conv1d_masked(leaves[0], leaves[2], leaves[4], 2, coarse_rows);
+    Tensor mixed = hybrid_mix(leaves[1], leaves[0], leaves[3], leaves[4], leaves[5], lengths);
+    add(sum(mul(down, down_weights)), sum(mul(mixed, mix_weights))).backward();
+    std::vector<std::vector<float>> out{down.to_vector<float>(), mixed.to_vector<float>()};
+    for (const Tensor& leaf : leaves) out.push_back(leaf.grad().to_vector<float>());
+    return out;
+  };
+  const auto one = run(1), two = run(2), four = run(4);
+  set_num_threads(threads);
+  CHECK(one == two);
+  CHECK(one == four);
+}
+
 TEST_CASE("depthwise_conv1d's backward adds dX into the gradient its input already has") {
   // x feeds a linear and a strided convolution (HKT's level inputs): whichever backward runs
   // second adds into the first's gradient (autograd's take_gradient_sum). The order of add's

@@ -109,6 +109,27 @@ TEST_CASE("layer_norm backward is bitwise the same for any thread count") {
   CHECK(max_abs_diff(layer_norm(x, weight, bias), layer_norm_reference(x, weight, bias, 1e-5)) < 1e-5);
 }
 
+TEST_CASE("layer_norm_masked is bitwise the same for any thread count") {
+  // Lengths out of order, and the masked rows quick: the blocks go to threads as they come free.
+  const Tensor x = random_tensor({5, 150, 40}, 48, DType::Float32), g = random_tensor({5, 150, 40}, 49, DType::Float32);
+  const Tensor weight = random_tensor({40}, 50, DType::Float32), bias = random_tensor({40}, 51, DType::Float32);
+  const Tensor lengths = Tensor::from_vector(std::vector<int64_t>{100, 0, 150, 7, 64}, {5});
+  auto run = [&](int threads) {
+    const int previous = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    Tensor xs = x.detach(), ws = weight.detach(), bs = bias.detach();
+    for (Tensor* t : {&xs, &ws, &bs}) t->requires_grad_(true);
+    Tensor y = layer_norm_masked(xs, ws, bs, lengths);
+    y.backward(g);
+    omp_set_num_threads(previous);
+    return std::vector<std::vector<float>>{y.to_vector<float>(), xs.grad().to_vector<float>(),
+                                           ws.grad().to_vector<float>(), bs.grad().to_vector<float>()};
+  };
+  const auto one = run(1);
+  CHECK(one == run(2));
+  CHECK(one == run(4));
+}
+
 TEST_CASE("layer_norm rejects bad input with the op and shapes named") {
   Tensor x = Tensor::zeros({4, 7});
   REQUIRE_THROWS_WITH(layer_norm(x, Tensor::ones({8}), Tensor::zeros({7})), "layer_norm: input [4, 7] but weight [8]");
