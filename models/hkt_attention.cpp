@@ -31,10 +31,10 @@ std::vector<Tensor> coarse_rows_read(const Tensor& lengths_tensor, int64_t lengt
   const std::vector<int64_t> lengths = lengths_tensor.to_vector<int64_t>();
   std::vector<int64_t> sizes{length};  // T_l
   for (int64_t l = 1; l < levels; ++l) sizes.push_back((sizes.back() + stride - 1) / stride);
+  int64_t block = 1;  // fine positions per coarse row of the top level, s^(L−1)
+  for (int64_t l = 1; l < levels; ++l) block *= stride;
   std::vector<std::vector<int64_t>> rows(static_cast<size_t>(levels), std::vector<int64_t>(lengths.size()));
   for (size_t b = 0; b < lengths.size(); ++b) {
-    int64_t block = 1;  // s^(L−1)
-    for (int64_t l = 1; l < levels; ++l) block *= stride;
     rows[levels - 1][b] = std::min(sizes[levels - 1], (lengths[b] + block - 1) / block);
     for (int64_t l = levels - 2; l >= 1; --l) rows[l][b] = std::min(sizes[l], stride * rows[l + 1][b]);
   }
