@@ -35,6 +35,8 @@
 // pooling multiplies them by 0): with lengths uniform in [T/2, T] the
 // backward skips about a fifth of its work, as FlashAttention's varlen
 // kernels skip padding.
+#include <omp.h>
+
 #include <algorithm>
 #include <type_traits>
 #include <utility>
@@ -565,7 +567,12 @@ void forward(const Problem& p, const ForwardArgs<typename S::T>& args) {
     // head by head, so about once per head and thread), and keeps them.
     KeyTileStore<typename S::T> keys(tiles, p.levels, p.head_dim, w.np, S::W);
     int64_t packed_head = -1;
-#pragma omp for schedule(dynamic)
+    // With heads enough to keep every thread busy, a thread takes a whole
+    // head at a time (a chunk of `tiles` tasks) and packs it once: one query
+    // tile at a time, every thread packed nearly every head's key tiles, the
+    // HKT levels' packing twice over on two threads.
+    const int64_t group = heads >= 8 * omp_get_num_threads() ? tiles : 1;
+#pragma omp for schedule(dynamic, group)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t head_index = p.head_order[task / tiles];
       if (head_index != packed_head) {
