@@ -7,6 +7,7 @@
 #include "engine/dispatch.h"
 #include "ops/common.h"
 #include "ops/conv1d.h"
+#include "ops/conv1d_lanes.h"
 #include "ops/conv1d_rows.h"
 #include "ops/lerp.h"
 #include "ops/mask.h"
@@ -16,6 +17,61 @@ namespace hkt {
 // ---- CPU kernels ----------------------------------------------------------
 
 namespace {
+
+// Whether the lane kernels below serve this problem: whole vectors of
+// channels, at most kMaxTaps taps (ops/conv1d_lanes.h).
+template <class T>
+bool lanes_fit(int64_t C, int64_t k) {
+  return C % lanes::Line<T>::kWidth == 0 && k >= 1 && k <= lanes::kMaxTaps;
+}
+
+// Row t of the mix, y = c + β ⊙ (A − c) with c = conv_row's sum in its order
+// (bias, then the taps whose input row exists, ascending): a vector of
+// channels at a time, the K taps unrolled. v is the sequence's [length, C].
+template <class T, int K>
+void mix_row_lanes(const T* v, int64_t t, const T* a, const T* taps, const T* beta, const T* bias, int64_t C, T* y) {
+  using V = lanes::Vec<T>;
+  for (int64_t c0 = 0; c0 < C; c0 += lanes::Line<T>::kWidth) {
+    V conv = bias ? lanes::load(bias + c0) : V{};
+#pragma GCC unroll 8
+    for (int r = 0; r < K; ++r)
+      if (t - K + 1 + r >= 0) conv += lanes::load(taps + r * C + c0) * lanes::load(v + (t - K + 1 + r) * C + c0);
+    lanes::store(y + c0, conv + lanes::load(beta + c0) * (lanes::load(a + c0) - conv));  // lerp's formula
+  }
+}
+
+// The backward's terms of row t (hybrid_mix_backward_cpu) the same way; g,
+// a and da are the row's, v and dv the sequence's, dw_taps [K, C], dbias and
+// dbeta [C] the sequence's partial.
+template <class T, int K>
+void mix_backward_row_lanes(const T* v, int64_t t, const T* g, const T* a, const T* taps, const T* beta,
+                            const T* bias, int64_t C, bool accumulate, T* da, T* dv, T* dw_taps, T* dbias,
+                            T* dbeta) {
+  using V = lanes::Vec<T>;
+  for (int64_t c0 = 0; c0 < C; c0 += lanes::Line<T>::kWidth) {
+    const V grad = lanes::load(g + c0), gate = lanes::load(beta + c0);
+    V conv = bias ? lanes::load(bias + c0) : V{};
+#pragma GCC unroll 8
+    for (int r = 0; r < K; ++r)
+      if (t - K + 1 + r >= 0) conv += lanes::load(taps + r * C + c0) * lanes::load(v + (t - K + 1 + r) * C + c0);
+    if (da) lanes::store(da + c0, grad * gate);
+    lanes::store(dbeta + c0, lanes::load(dbeta + c0) + grad * (lanes::load(a + c0) - conv));
+    const V conv_grad = grad * (lanes::splat(T(1)) - gate);
+    lanes::store(dbias + c0, lanes::load(dbias + c0) + conv_grad);
+#pragma GCC unroll 8
+    for (int r = 0; r < K; ++r) {
+      const int64_t source = t - K + 1 + r;
+      if (source < 0) continue;
+      if (dv) {  // row t is first reached at its last tap: written, not added, unless accumulating
+        T* row = dv + source * C + c0;
+        const V term = lanes::load(taps + r * C + c0) * conv_grad;
+        lanes::store(row, r == K - 1 && !accumulate ? term : lanes::load(row) + term);
+      }
+      T* dw = dw_taps + r * C + c0;
+      lanes::store(dw, lanes::load(dw) + conv_grad * lanes::load(v + source * C + c0));
+    }
+  }
+}
 
 void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& weight, const Tensor& bias,
                     const Tensor& gates, const Tensor& lengths, Tensor& out) {
@@ -27,6 +83,9 @@ void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& 
     T* po = out.data<T>();
     const std::vector<T> taps = weight_by_tap(weight.data<T>(), C, k);
     const int64_t* valid = lengths.defined() ? lengths.data<int64_t>() : nullptr;
+    decltype(&mix_row_lanes<T, 1>) row_kernel = nullptr;
+    if (lanes_fit<T>(C, k))
+      lanes::with_taps(k, [&](auto taps_constant) { row_kernel = &mix_row_lanes<T, decltype(taps_constant)::value>; });
     // Runs of 256 rows as threads come free: padded rows are quick, and they gather at the ends of sequences.
 #pragma omp parallel for schedule(dynamic, 256) if (B * length * C * k > HKT_OMP_MIN_WORK)
     for (int64_t row = 0; row < B * length; ++row) {
@@ -34,6 +93,10 @@ void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& 
       T* y = po + row * C;
       if (valid && t >= valid[b]) {  // a padded position: 0
         std::fill(y, y + C, T(0));
+        continue;
+      }
+      if (row_kernel) {
+        row_kernel(pv + b * length * C, t, pa + row * C, taps.data(), beta, pb, C, y);
         continue;
       }
       conv_row(pv + b * length * C, length, t - k + 1, C, k, taps.data(), pb, y);  // the causal window ends at t
@@ -52,7 +115,8 @@ void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& 
 // from t = t'); dW, dbias and dβ go to the sequence's [k + 2, C] partial (in
 // L1), added in sequence order: the result does not depend on the thread count.
 // A row whose g is 0, or a padded one (lengths: its output is constant 0),
-// only writes its zeros.
+// only writes its zeros. Whole vectors of channels and up to kMaxTaps taps
+// take mix_backward_row_lanes, the same terms in the same order.
 void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const Tensor& weight, const Tensor& bias,
                              const Tensor& gates, const Tensor& lengths, const Tensor& grad_out,
                              Tensor& grad_attended, Tensor& grad_values,
@@ -68,6 +132,11 @@ void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const
     const int64_t* lengths_of = lengths.defined() ? lengths.data<int64_t>() : nullptr;
     const int64_t partial_size = (k + 2) * C;  // per sequence: dW as [k, C], dbias, dβ
     std::vector<T> partials(static_cast<size_t>(B * partial_size), T(0));
+    decltype(&mix_backward_row_lanes<T, 1>) row_kernel = nullptr;
+    if (lanes_fit<T>(C, k))
+      lanes::with_taps(k, [&](auto taps_constant) {
+        row_kernel = &mix_backward_row_lanes<T, decltype(taps_constant)::value>;
+      });
 #pragma omp parallel if (B * length * C * k > HKT_OMP_MIN_WORK)
     {
       std::vector<T> conv(static_cast<size_t>(C));  // this thread's row of the convolution, then of its gradient
@@ -85,6 +154,11 @@ void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const
           if (t >= valid || row_is_zero(g, C)) {  // dA = 0 and no other term; only a dV row written first here needs its 0
             if (pda) std::fill(pda + row * C, pda + (row + 1) * C, T(0));
             if (dvs && !accumulate) std::fill(dvs + t * C, dvs + (t + 1) * C, T(0));
+            continue;
+          }
+          if (row_kernel) {
+            row_kernel(vs, t, g, a, taps.data(), beta, pb, C, accumulate, pda ? pda + row * C : nullptr, dvs,
+                       dw_taps, dbias, dbeta);
             continue;
           }
           conv_row(vs, length, t - k + 1, C, k, taps.data(), pb, conv.data());

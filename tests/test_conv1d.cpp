@@ -1,5 +1,6 @@
 #include <omp.h>
 
+#include "ops/mask.h"
 #include "tests/gradcheck.h"
 
 using namespace hkt;
@@ -267,6 +268,32 @@ TEST_CASE("hybrid_mix equals lerp(depthwise_conv1d(V, W, b, 1), A, β) and passe
     const std::vector<Tensor> in = mix_inputs(c, DType::Float64);
     gradcheck([](const std::vector<Tensor>& x) { return hybrid_mix(x[0], x[1], x[2], x[3], x[4]); }, in);
     gradcheck([](const std::vector<Tensor>& x) { return hybrid_mix(x[0], x[1], x[2], Tensor(), x[3]); },
+              {in[0], in[1], in[2], in[4]});
+  }
+}
+
+// Whole vectors of channels (16 floats, 8 doubles) and 1 … 8 taps take the
+// lane kernels (ops/conv1d_lanes.h), the rest the row-at-a-time loops; the
+// last case (9 taps) and kCases' narrow channels keep the loops tested.
+TEST_CASE("hybrid_mix's lane kernels equal the composition with and without lengths, and pass gradcheck") {
+  const ConvCase cases[] = {{2, 9, 16, 3, 1}, {1, 4, 16, 7, 1}, {2, 6, 32, 1, 1}, {2, 11, 16, 8, 1},
+                            {2, 7, 16, 5, 1}, {2, 6, 16, 9, 1}};
+  for (const ConvCase& c : cases) {
+    INFO("B " << c.B << " T " << c.T << " C " << c.C << " k " << c.k);
+    std::vector<int64_t> valid(static_cast<size_t>(c.B), c.T);
+    valid[0] = std::max<int64_t>(0, c.T - 3);  // a padded tail shorter and longer than k − 1 rows
+    const Tensor lengths = Tensor::from_vector(valid, {c.B});
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+      const std::vector<Tensor> in = mix_inputs(c, dtype);
+      const double tolerance = dtype == DType::Float32 ? 1e-6 : 1e-14;
+      CHECK(max_abs_diff(hybrid_mix(in[0], in[1], in[2], in[3], in[4]), composed_mix(in).to_vector<double>()) <=
+            tolerance);
+      CHECK(max_abs_diff(hybrid_mix(in[0], in[1], in[2], in[3], in[4], lengths),
+                         zero_padded_rows(composed_mix(in), lengths).to_vector<double>()) <= tolerance);
+    }
+    const std::vector<Tensor> in = mix_inputs(c, DType::Float64);
+    gradcheck([](const std::vector<Tensor>& x) { return hybrid_mix(x[0], x[1], x[2], x[3], x[4]); }, in);
+    gradcheck([&](const std::vector<Tensor>& x) { return hybrid_mix(x[0], x[1], x[2], Tensor(), x[3], lengths); },
               {in[0], in[1], in[2], in[4]});
   }
 }

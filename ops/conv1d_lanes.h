@@ -1,0 +1,68 @@
+#pragma once
+// The hybrid head's mix (ops/hybrid_mix.cpp) a vector of channels at a time:
+// GCC vector types of 64 bytes (one zmm with AVX-512, two ymm with AVX2,
+// four xmm otherwise) and the taps a template constant, so a row's work is
+// straight-line vector code. conv_row's loops ran a short channel loop per
+// tap and per term, and at C = 64 their overhead was most of the mix's
+// backward (about 550 cycles a row for about 70 vector operations of work,
+// docs/PERFORMANCE.md).
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+// Everything here is inlined whole, so no vector crosses a call: GCC's note
+// that returning a 64-byte vector without AVX-512 changes the ABI does not
+// apply. It is reported where templates are instantiated, at the end of the
+// including file, so the pragma cannot be popped; only ops/hybrid_mix.cpp
+// includes this header.
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace hkt::lanes {
+
+template <class T> struct Line {
+  static constexpr int64_t kWidth =
+      64 / static_cast<int64_t>(sizeof(T)); // channels per vector
+  typedef T V __attribute__((vector_size(64)));
+};
+template <class T> using Vec = typename Line<T>::V;
+
+template <class T> [[gnu::always_inline]] inline Vec<T> load(const T *p) {
+  Vec<T> v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+template <class T> [[gnu::always_inline]] inline void store(T *p, Vec<T> v) {
+  std::memcpy(p, &v, sizeof v);
+}
+template <class T> [[gnu::always_inline]] inline Vec<T> splat(T x) {
+  return Vec<T>{} + x;
+}
+// The taps the vector kernels are instantiated for; wider kernels take the
+// row-at-a-time loops.
+constexpr int64_t kMaxTaps = 8;
+
+// Calls f(std::integral_constant<int, K>{}) for the run-time k in 1 … kMaxTaps.
+template <class F> void with_taps(int64_t k, F &&f) {
+  switch (k) {
+  case 1:
+    return f(std::integral_constant<int, 1>{});
+  case 2:
+    return f(std::integral_constant<int, 2>{});
+  case 3:
+    return f(std::integral_constant<int, 3>{});
+  case 4:
+    return f(std::integral_constant<int, 4>{});
+  case 5:
+    return f(std::integral_constant<int, 5>{});
+  case 6:
+    return f(std::integral_constant<int, 6>{});
+  case 7:
+    return f(std::integral_constant<int, 7>{});
+  case 8:
+    return f(std::integral_constant<int, 8>{});
+  default:
+    return;
+  }
+}
+
+}  // namespace hkt::lanes
