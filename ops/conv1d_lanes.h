@@ -4,8 +4,9 @@
 // four xmm otherwise) and the taps a template constant, so a row's work is
 // straight-line vector code. conv_row's loops ran a short channel loop per
 // tap and per term, and at C = 64 their overhead was most of the mix's
-// backward (about 550 cycles a row for about 70 vector operations of work,
-// docs/PERFORMANCE.md).
+// backward (about 550 cycles a row for about 70 vector operations of work).
+// The strided convolutions (3 taps) gained nothing from the same rows, so
+// ops/conv1d.cpp keeps its loops (docs/PERFORMANCE.md).
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -40,6 +41,26 @@ template <class T> [[gnu::always_inline]] inline Vec<T> splat(T x) {
 // The taps the vector kernels are instantiated for; wider kernels take the
 // row-at-a-time loops.
 constexpr int64_t kMaxTaps = 8;
+
+// Whether the lane kernels serve a problem: whole vectors of channels, at
+// most kMaxTaps taps.
+template <class T>
+bool fits(int64_t C, int64_t k) {
+  return C % Line<T>::kWidth == 0 && k >= 1 && k <= kMaxTaps;
+}
+
+// conv_row's sum (ops/conv1d_rows.h) for channels [c0, c0 + width): the
+// bias, then the taps whose input row t0 + r lies in [0, length), r
+// ascending. x is one sequence's [length, C] rows; bias may be null.
+template <class T, int K>
+[[gnu::always_inline]] inline Vec<T> conv_sum(const T* x, int64_t length, int64_t t0, int64_t C, int64_t c0,
+                                              const T* taps, const T* bias) {
+  Vec<T> sum = bias ? load(bias + c0) : Vec<T>{};
+#pragma GCC unroll 8
+  for (int r = 0; r < K; ++r)
+    if (t0 + r >= 0 && t0 + r < length) sum += load(taps + r * C + c0) * load(x + (t0 + r) * C + c0);
+  return sum;
+}
 
 // Calls f(std::integral_constant<int, K>{}) for the run-time k in 1 … kMaxTaps.
 template <class F> void with_taps(int64_t k, F &&f) {

@@ -18,24 +18,13 @@ namespace hkt {
 
 namespace {
 
-// Whether the lane kernels below serve this problem: whole vectors of
-// channels, at most kMaxTaps taps (ops/conv1d_lanes.h).
-template <class T>
-bool lanes_fit(int64_t C, int64_t k) {
-  return C % lanes::Line<T>::kWidth == 0 && k >= 1 && k <= lanes::kMaxTaps;
-}
-
 // Row t of the mix, y = c + β ⊙ (A − c) with c = conv_row's sum in its order
-// (bias, then the taps whose input row exists, ascending): a vector of
-// channels at a time, the K taps unrolled. v is the sequence's [length, C].
+// (lanes::conv_sum): a vector of channels at a time, the K taps unrolled. v
+// is the sequence's [length, C].
 template <class T, int K>
 void mix_row_lanes(const T* v, int64_t t, const T* a, const T* taps, const T* beta, const T* bias, int64_t C, T* y) {
-  using V = lanes::Vec<T>;
   for (int64_t c0 = 0; c0 < C; c0 += lanes::Line<T>::kWidth) {
-    V conv = bias ? lanes::load(bias + c0) : V{};
-#pragma GCC unroll 8
-    for (int r = 0; r < K; ++r)
-      if (t - K + 1 + r >= 0) conv += lanes::load(taps + r * C + c0) * lanes::load(v + (t - K + 1 + r) * C + c0);
+    const lanes::Vec<T> conv = lanes::conv_sum<T, K>(v, t + 1, t - K + 1, C, c0, taps, bias);
     lanes::store(y + c0, conv + lanes::load(beta + c0) * (lanes::load(a + c0) - conv));  // lerp's formula
   }
 }
@@ -50,10 +39,7 @@ void mix_backward_row_lanes(const T* v, int64_t t, const T* g, const T* a, const
   using V = lanes::Vec<T>;
   for (int64_t c0 = 0; c0 < C; c0 += lanes::Line<T>::kWidth) {
     const V grad = lanes::load(g + c0), gate = lanes::load(beta + c0);
-    V conv = bias ? lanes::load(bias + c0) : V{};
-#pragma GCC unroll 8
-    for (int r = 0; r < K; ++r)
-      if (t - K + 1 + r >= 0) conv += lanes::load(taps + r * C + c0) * lanes::load(v + (t - K + 1 + r) * C + c0);
+    const V conv = lanes::conv_sum<T, K>(v, t + 1, t - K + 1, C, c0, taps, bias);
     if (da) lanes::store(da + c0, grad * gate);
     lanes::store(dbeta + c0, lanes::load(dbeta + c0) + grad * (lanes::load(a + c0) - conv));
     const V conv_grad = grad * (lanes::splat(T(1)) - gate);
@@ -84,7 +70,7 @@ void hybrid_mix_cpu(const Tensor& attended, const Tensor& values, const Tensor& 
     const std::vector<T> taps = weight_by_tap(weight.data<T>(), C, k);
     const int64_t* valid = lengths.defined() ? lengths.data<int64_t>() : nullptr;
     decltype(&mix_row_lanes<T, 1>) row_kernel = nullptr;
-    if (lanes_fit<T>(C, k))
+    if (lanes::fits<T>(C, k))
       lanes::with_taps(k, [&](auto taps_constant) { row_kernel = &mix_row_lanes<T, decltype(taps_constant)::value>; });
     // Runs of 256 rows as threads come free: padded rows are quick, and they gather at the ends of sequences.
 #pragma omp parallel for schedule(dynamic, 256) if (B * length * C * k > HKT_OMP_MIN_WORK)
@@ -133,7 +119,7 @@ void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const
     const int64_t partial_size = (k + 2) * C;  // per sequence: dW as [k, C], dbias, dβ
     std::vector<T> partials(static_cast<size_t>(B * partial_size), T(0));
     decltype(&mix_backward_row_lanes<T, 1>) row_kernel = nullptr;
-    if (lanes_fit<T>(C, k))
+    if (lanes::fits<T>(C, k))
       lanes::with_taps(k, [&](auto taps_constant) {
         row_kernel = &mix_backward_row_lanes<T, decltype(taps_constant)::value>;
       });

@@ -1,5 +1,7 @@
 #include <omp.h>
 
+#include <cmath>
+
 #include "ops/mask.h"
 #include "tests/gradcheck.h"
 
@@ -40,6 +42,9 @@ const ConvCase kCases[] = {
     {2, 7, 2, 1, 3},  // k < s
     {2, 6, 1, 3, 1},  // C = 1, stride 1
     {2, 10, 3, 4, 3}, {1, 5, 2, 2, 2}, {2, 8, 4, 5, 1}, {1, 9, 2, 3, 3}, {1, 1, 1, 1, 1},
+    // Wider rows, for hybrid_mix's lane kernels (ops/conv1d_lanes.h: whole vectors of 16 floats or 8
+    // doubles, 1 … 8 taps) and the convolutions alike; 9 taps take the mix's loops again.
+    {2, 9, 16, 3, 2}, {1, 4, 16, 7, 1}, {2, 11, 32, 8, 3}, {2, 7, 16, 1, 1}, {1, 6, 16, 9, 2},
 };
 
 }  // namespace
@@ -165,7 +170,9 @@ TEST_CASE("depthwise_conv1d's backward adds dX into the gradient its input alrea
     INFO("B " << c.B << " T " << c.T << " C " << c.C << " k " << c.k << " s " << c.stride << " conv first "
               << conv_first);
     const Tensor x = random_tensor({c.B, c.T, c.C}, 16), w = random_tensor({c.C, c.k}, 17);
-    const Tensor proj = random_tensor({c.C, c.C}, 18);
+    // Scaled by 1/√C: the squared loss's curvature stays the same for every width, and with it the finite
+    // differences' error.
+    const Tensor proj = mul(random_tensor({c.C, c.C}, 18), 1.0 / std::sqrt(static_cast<double>(c.C)));
     gradcheck(
         [&](const std::vector<Tensor>& in) {
           Tensor h = mul(in[0], 1.5);
