@@ -3,7 +3,8 @@
 // (ops/attention_simd.h) and instantiated by each ISA translation unit.
 // MHA is the multi-scale op with one level and λ = 1.
 //
-// Forward (FlashAttention-2's plan): one task per (batch, head, query tile).
+// Forward (FlashAttention-2's plan): one task per (batch, head, query tile),
+// dealt out a whole head at a time when there are 8 heads a thread or more.
 // A thread packs every key tile of a head once (transposed, per level, with
 // its key map) and keeps them while it works on that head. For each key tile
 // the levels' score GEMMs run coarsest first, each adding the next coarser
