@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 // Everything here is inlined whole, so no vector crosses a call: GCC's note
 // that returning a 64-byte vector without AVX-512 changes the ABI does not
@@ -20,27 +21,32 @@
 
 namespace hkt::lanes {
 
-template <class T> struct Line {
-  static constexpr int64_t kWidth =
-      64 / static_cast<int64_t>(sizeof(T)); // channels per vector
+template <class T>
+struct Line {
+  static constexpr int64_t kWidth = 64 / static_cast<int64_t>(sizeof(T));  // channels per vector
   typedef T V __attribute__((vector_size(64)));
 };
-template <class T> using Vec = typename Line<T>::V;
+template <class T>
+using Vec = typename Line<T>::V;
 
-template <class T> [[gnu::always_inline]] inline Vec<T> load(const T *p) {
+template <class T>
+[[gnu::always_inline]] inline Vec<T> load(const T* p) {
   Vec<T> v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-template <class T> [[gnu::always_inline]] inline void store(T *p, Vec<T> v) {
+template <class T>
+[[gnu::always_inline]] inline void store(T* p, const Vec<T>& v) {
   std::memcpy(p, &v, sizeof v);
 }
-template <class T> [[gnu::always_inline]] inline Vec<T> splat(T x) {
+template <class T>
+[[gnu::always_inline]] inline Vec<T> splat(T x) {
   return Vec<T>{} + x;
 }
+
 // The taps the vector kernels are instantiated for; wider kernels take the
 // row-at-a-time loops.
-constexpr int64_t kMaxTaps = 8;
+constexpr int kMaxTaps = 8;
 
 // Whether the lane kernels serve a problem: whole vectors of channels, at
 // most kMaxTaps taps.
@@ -62,28 +68,13 @@ template <class T, int K>
   return sum;
 }
 
-// Calls f(std::integral_constant<int, K>{}) for the run-time k in 1 … kMaxTaps.
-template <class F> void with_taps(int64_t k, F &&f) {
-  switch (k) {
-  case 1:
-    return f(std::integral_constant<int, 1>{});
-  case 2:
-    return f(std::integral_constant<int, 2>{});
-  case 3:
-    return f(std::integral_constant<int, 3>{});
-  case 4:
-    return f(std::integral_constant<int, 4>{});
-  case 5:
-    return f(std::integral_constant<int, 5>{});
-  case 6:
-    return f(std::integral_constant<int, 6>{});
-  case 7:
-    return f(std::integral_constant<int, 7>{});
-  case 8:
-    return f(std::integral_constant<int, 8>{});
-  default:
-    return;
-  }
+// Calls f(std::integral_constant<int, k>{}) for the run-time k in 1 … kMaxTaps
+// (fits), nothing otherwise.
+template <class F>
+void with_taps(int64_t k, F&& f) {
+  [&]<int... R>(std::integer_sequence<int, R...>) {
+    (void)((k == R + 1 ? (f(std::integral_constant<int, R + 1>{}), true) : false) || ...);
+  }(std::make_integer_sequence<int, kMaxTaps>{});
 }
 
 }  // namespace hkt::lanes
