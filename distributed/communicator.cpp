@@ -82,7 +82,7 @@ void Communicator::all_reduce_sum(const std::vector<Tensor>& tensors, int64_t bu
   for (const Tensor& tensor : tensors) {
     if (tensor.dtype() == DType::Float32) floats.push_back(tensor);
     else if (tensor.dtype() == DType::Float64) doubles.push_back(tensor);
-    else fail("all_reduce_sum: ", tensor.str(), " is not floating");
+    else fail("all_reduce_sum: ", tensor, " is not floating");
   }
   if (size() == 1) return;
   reduce_through_host<float>(*this, floats, bucket_bytes);

@@ -92,8 +92,8 @@ class MpiCommunicator final : public Communicator {
     if (!on_cuda.empty() && size_ > 1) {
       const int device_index = on_cuda.front().device().index;
       for (const Tensor& tensor : on_cuda)
-        check(tensor.device().index == device_index, "all_reduce_sum: tensors on ", on_cuda.front().device().str(),
-              " and ", tensor.device().str(), "; one device per rank");
+        check(tensor.device().index == device_index, "all_reduce_sum: tensors on ", on_cuda.front().device(),
+              " and ", tensor.device(), "; one device per rank");
       if (!nccl_) {
         auto broadcast_id = [this](void* bytes, int64_t count) { broadcast(bytes, count, 0); };
         nccl_ = make_nccl_reducer(rank_, size_, device_index, broadcast_id);

@@ -14,7 +14,7 @@ void check_nccl(ncclResult_t status, const char* what) {
 ncclDataType_t nccl_type(const Tensor& tensor) {
   if (tensor.dtype() == DType::Float32) return ncclFloat32;
   if (tensor.dtype() == DType::Float64) return ncclFloat64;
-  fail("all_reduce_sum: ", tensor.str(), " is not floating");
+  fail("all_reduce_sum: ", tensor, " is not floating");
 }
 
 class Nccl final : public NcclReducer {

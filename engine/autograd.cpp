@@ -86,7 +86,7 @@ void check_forward_anomaly(const char* op, const std::vector<Tensor>& inputs, co
     if (!inherited) what = describe_inf(found);
   }
   if (!what.empty())
-    fail("detect_anomaly: forward of '", op, "' produced ", what, " in its output ", output.str(), " (inputs ",
+    fail("detect_anomaly: forward of '", op, "' produced ", what, " in its output ", output, " (inputs ",
          shapes_of(inputs), ")");
 }
 
@@ -95,9 +95,9 @@ void check_backward_anomaly(const Node& node, const Tensor& output_grad, const s
     const NonFinite found = find_non_finite(input_grads[i]);
     if (found.nan_index < 0 && found.inf_index < 0) continue;
     fail("detect_anomaly: backward of '", node.op, "' produced ",
-         found.nan_index >= 0 ? describe_nan(found) : describe_inf(found), " in the gradient ", input_grads[i].str(),
-         " for input ", i, " (inputs ", shapes_of(node.inputs), ", output ", shape_str(node.output_shape),
-         ", output gradient ", output_grad.str(), ")");
+         found.nan_index >= 0 ? describe_nan(found) : describe_inf(found), " in the gradient ", input_grads[i],
+         " for input ", i, " (inputs ", shapes_of(node.inputs), ", output ", node.output_shape,
+         ", output gradient ", output_grad, ")");
   }
 }
 
@@ -211,16 +211,16 @@ void record(const char* op, const std::vector<Tensor>& inputs, Tensor& output, N
 }
 
 void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph) {
-  check(root.requires_grad(), "backward: tensor ", root.str(),
+  check(root.requires_grad(), "backward: tensor ", root,
         " does not require grad (no input of the ops that made it requires grad)");
   Tensor seed = gradient;
   if (!seed.defined()) {
-    check(root.numel() == 1, "backward: an implicit gradient needs a one-element output, got ", root.str(),
+    check(root.numel() == 1, "backward: an implicit gradient needs a one-element output, got ", root,
           "; pass a gradient of the same shape");
     seed = Tensor::ones(root.shape(), root.dtype(), root.device());
   }
-  check(seed.shape() == root.shape() && seed.dtype() == root.dtype(), "backward: gradient ", seed.str(),
-        " does not match output ", root.str());
+  check(seed.shape() == root.shape() && seed.dtype() == root.dtype(), "backward: gradient ", seed,
+        " does not match output ", root);
 
   NoGradGuard no_grad;
   if (root.is_leaf()) {
@@ -248,7 +248,7 @@ void run_backward(const Tensor& root, const Tensor& gradient, bool retain_graph)
       const Tensor& input_grad = input_grads[i];
       if (!input.defined() || !input.requires_grad() || !input_grad.defined()) continue;
       check(input_grad.shape() == input.shape(), "backward of '", node->op, "': gradient ",
-            input_grad.str(), " for input ", i, " of shape ", shape_str(input.shape()));
+            input_grad, " for input ", i, " of shape ", input.shape());
       if (input.is_leaf())
         accumulate_leaf(input, input_grad);
       else

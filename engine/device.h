@@ -1,6 +1,7 @@
 #pragma once
 // Where a tensor's storage lives. Only engine/dispatch turns a Device into a
 // kernel or an allocator; ops never branch on it.
+#include <iosfwd>
 #include <string>
 
 namespace hkt {
@@ -18,5 +19,8 @@ struct Device {
   bool operator!=(const Device& other) const { return !(*this == other); }
   std::string str() const;  // "cpu", "cuda:0"
 };
+
+// "cpu" or "cuda:0" in an error message (engine/error.h).
+void append_message(std::ostream& out, const Device& device);
 
 }  // namespace hkt

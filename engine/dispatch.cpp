@@ -78,7 +78,7 @@ std::vector<RegisteredKernel> registered_kernels() {
 
 AnyKernel find_kernel(const std::string& op, Device device, std::type_index signature) {
   auto it = kernel_table().find({op, device.type});
-  if (it == kernel_table().end()) fail(op, ": no kernel for device ", device.str());
+  if (it == kernel_table().end()) fail(op, ": no kernel for device ", device);
   if (it->second.signature != signature)
     fail(op, ": kernel for ", device_type_name(device.type), " was registered with a different signature");
   return it->second.fn;
@@ -90,7 +90,7 @@ const Allocator& allocator(Device device) {
   (void)cpu_allocator_registered;
   auto it = allocator_table().find(device.type);
   if (it == allocator_table().end())
-    fail("device ", device.str(), " is not available: this build has no ", device_type_name(device.type),
+    fail("device ", device, " is not available: this build has no ", device_type_name(device.type),
          " backend (configure with -DHKT_CUDA=ON on a machine with the CUDA toolkit)");
   return it->second;
 }
@@ -115,9 +115,9 @@ Device parse_device(const std::string& text) {
 void require_device(Device device) {
   (void)allocator(device);  // throws for a backend this build does not have
   const int count = device_count(device.type);
-  check(count > 0, device.str(), ": no CUDA device is present on this machine (the build has the CUDA backend, but the",
+  check(count > 0, device, ": no CUDA device is present on this machine (the build has the CUDA backend, but the",
         " driver finds no GPU)");
-  check(device.index >= 0 && device.index < count, device.str(), ": no such device (", count, " present)");
+  check(device.index >= 0 && device.index < count, device, ": no such device (", count, " present)");
 }
 
 }  // namespace hkt::dispatch

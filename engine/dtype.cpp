@@ -31,12 +31,18 @@ bool is_floating(DType dtype) { return dtype == DType::Float32 || dtype == DType
 
 std::string Device::str() const { return type == DeviceType::CPU ? "cpu" : "cuda:" + std::to_string(index); }
 
-std::string shape_str(const Shape& shape) {
-  std::ostringstream out;
+void append_message(std::ostream& out, const Shape& shape) {
   out << '[';
   for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
   out << ']';
+}
+
+std::string shape_str(const Shape& shape) {
+  std::ostringstream out;
+  append_message(out, shape);
   return out.str();
 }
+
+void append_message(std::ostream& out, const Device& device) { out << device.str(); }
 
 }  // namespace hkt

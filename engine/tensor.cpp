@@ -38,7 +38,7 @@ TensorOps& tensor_ops() {
 int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t extent : shape) {
-    check(extent >= 0, "tensor: negative extent in shape ", shape_str(shape));
+    check(extent >= 0, "tensor: negative extent in shape ", shape);
     n *= extent;
   }
   return n;
@@ -59,7 +59,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 
 Tensor Tensor::from_doubles(const std::vector<double>& values, const Shape& shape, DType dtype, Device device) {
   check(static_cast<int64_t>(values.size()) == shape_numel(shape), "tensor: ", values.size(),
-        " values do not fill shape ", shape_str(shape));
+        " values do not fill shape ", shape);
   std::vector<unsigned char> host(values.size() * dtype_size(dtype));
   switch (dtype) {
     case DType::Float32: write_values_as<float>(host.data(), values); break;
@@ -82,7 +82,7 @@ Tensor Tensor::scalar(double value, DType dtype, Device device) { return full({}
 template <class T>
 Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape, Device device) {
   check(static_cast<int64_t>(values.size()) == shape_numel(shape), "tensor: ", values.size(),
-        " values do not fill shape ", shape_str(shape));
+        " values do not fill shape ", shape);
   Tensor out = empty(shape, dtype_of<T>(), device);
   dispatch::allocator(device).copy_from_host(out.raw_data(), values.data(), values.size() * sizeof(T), device.index);
   return out;
@@ -94,11 +94,20 @@ template Tensor Tensor::from_vector(const std::vector<int64_t>&, const Shape&, D
 
 int64_t Tensor::size(int64_t axis) const {
   int64_t rank = dim();
-  check(axis >= -rank && axis < rank, "tensor: axis ", axis, " out of range for shape ", shape_str(shape()));
+  check(axis >= -rank && axis < rank, "tensor: axis ", axis, " out of range for shape ", shape());
   return shape()[static_cast<size_t>(axis < 0 ? axis + rank : axis)];
 }
 
 std::string Tensor::str() const { return std::string(dtype_name(dtype())) + shape_str(shape()); }
+
+void append_message(std::ostream& out, const Tensor& t) {
+  if (!t.defined()) {
+    out << "undefined";
+    return;
+  }
+  out << dtype_name(t.dtype());
+  append_message(out, t.shape());
+}
 
 void* Tensor::raw_data() const {
   const TensorImpl& impl = checked_impl();
@@ -108,7 +117,7 @@ void* Tensor::raw_data() const {
 template <class T>
 T* Tensor::data() const {
   check(dtype() == dtype_of<T>(), "tensor: data<", dtype_name(dtype_of<T>()), ">() on a ", str(), " tensor");
-  check(device().type == DeviceType::CPU, "tensor: data() on a tensor on ", device().str(),
+  check(device().type == DeviceType::CPU, "tensor: data() on a tensor on ", device(),
         "; copy it with to(Device::cpu()) first");
   return static_cast<T*>(raw_data());
 }
@@ -137,7 +146,7 @@ template std::vector<int32_t> Tensor::to_vector() const;
 template std::vector<int64_t> Tensor::to_vector() const;
 
 double Tensor::item() const {
-  check(numel() == 1, "item: tensor of shape ", shape_str(shape()), " has ", numel(), " elements, not 1");
+  check(numel() == 1, "item: tensor of shape ", shape(), " has ", numel(), " elements, not 1");
   return to_vector<double>()[0];
 }
 
@@ -155,7 +164,7 @@ Tensor Tensor::grad() const {
 
 void Tensor::set_grad(const Tensor& grad) const {
   if (grad.defined())
-    check(grad.shape() == shape() && grad.dtype() == dtype(), "set_grad: gradient ", grad.str(),
+    check(grad.shape() == shape() && grad.dtype() == dtype(), "set_grad: gradient ", grad,
           " does not match tensor ", str());
   checked_impl().grad = grad.impl_;
 }

@@ -3,6 +3,7 @@
 // the autograd fields (requires_grad, grad, grad_fn). Copying a Tensor copies
 // a handle, as in PyTorch; clone() copies the data.
 #include <cstdint>
+#include <iosfwd>
 #include <memory>
 #include <string>
 #include <utility>
@@ -96,5 +97,8 @@ class Tensor {
 // Tensors under names: parameters ("blocks.0.ln1.weight"), optimizer state,
 // the contents of a safetensors file.
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// "float32[4, 3]" in an error message (engine/error.h); an undefined tensor is "undefined".
+void append_message(std::ostream& out, const Tensor& t);
 
 }  // namespace hkt

@@ -202,12 +202,12 @@ TensorEntry parse_entry(const std::string& name, const Json& info, uint64_t data
     const int64_t value = extent.as_int();
     check(value >= 0, "shape has a negative entry ", value);
     entry.shape.push_back(value);
-    check(!__builtin_mul_overflow(elements, value, &elements), "shape ", shape_str(entry.shape),
+    check(!__builtin_mul_overflow(elements, value, &elements), "shape ", entry.shape,
           "... has more elements than fit in 64 bits");
   }
   int64_t bytes = 0;
   check(!__builtin_mul_overflow(elements, element_bytes, &bytes), "shape ",
-        shape_str(entry.shape), " of ", code, " has more bytes than fit in 64 bits");
+        entry.shape, " of ", code, " has more bytes than fit in 64 bits");
 
   const Json::Array& offsets = info.at("data_offsets").as_array();
   check(offsets.size() == 2, "data_offsets has ", offsets.size(), " entries, expected 2 (begin, end)");
@@ -216,7 +216,7 @@ TensorEntry parse_entry(const std::string& name, const Json& info, uint64_t data
   check(begin <= end, "data_offsets [", begin, ", ", end, "] are reversed");
   check(static_cast<uint64_t>(end) <= data_length, "data_offsets [", begin, ", ", end,
         "] are out of range: the data section holds ", data_length, " bytes");
-  check(end - begin == bytes, "shape ", shape_str(entry.shape), " of ", code, " needs ", bytes,
+  check(end - begin == bytes, "shape ", entry.shape, " of ", code, " needs ", bytes,
         " bytes but data_offsets [", begin, ", ", end, "] span ", end - begin);
   entry.begin = static_cast<uint64_t>(begin);
   entry.end = static_cast<uint64_t>(end);

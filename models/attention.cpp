@@ -7,8 +7,8 @@ namespace hkt::models {
 SequenceMask SequenceMask::build(const Tensor& lengths_tensor, int64_t length, bool causal, DType dtype,
                                  Device device, bool fused) {
   check(lengths_tensor.defined() && lengths_tensor.dim() == 1, "attention: lengths must be a 1-D tensor, got ",
-        lengths_tensor.defined() ? lengths_tensor.str() : "undefined");
-  check(!is_floating(lengths_tensor.dtype()), "attention: lengths must be integers, got ", lengths_tensor.str());
+        lengths_tensor);
+  check(!is_floating(lengths_tensor.dtype()), "attention: lengths must be integers, got ", lengths_tensor);
   SequenceMask mask;
   const std::vector<int64_t> lengths = lengths_tensor.to_vector<int64_t>();
   mask.causal = causal;

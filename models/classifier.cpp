@@ -58,12 +58,12 @@ Classifier::Classifier(const ModelConfig& config, uint64_t seed) : config_(confi
 
 Tensor Classifier::forward(const Tensor& tokens, const Tensor& lengths) const {
   check(tokens.defined() && tokens.dim() == 2 && !is_floating(tokens.dtype()),
-        "classifier: tokens must be an integer [B, T] tensor, got ", tokens.defined() ? tokens.str() : "undefined");
+        "classifier: tokens must be an integer [B, T] tensor, got ", tokens);
   const int64_t batch = tokens.size(0), length = tokens.size(1);
-  check(batch >= 1 && length >= 1, "classifier: empty batch ", tokens.str());
+  check(batch >= 1 && length >= 1, "classifier: empty batch ", tokens);
   check(length <= config_.max_len, "classifier: sequence length ", length, " exceeds max_len ", config_.max_len);
   check(lengths.defined() && lengths.dim() == 1 && lengths.size(0) == batch, "classifier: lengths ",
-        lengths.defined() ? lengths.str() : "undefined", " do not match tokens ", tokens.str());
+        lengths, " do not match tokens ", tokens);
   const Tensor& table = token_embedding->weight;
   SequenceMask mask =
       SequenceMask::build(lengths, length, config_.causal, table.dtype(), table.device(), fused_attention_);

@@ -25,8 +25,8 @@ std::vector<Tensor> zeros_like_all(const NamedTensors& parameters) {
 const Tensor& find_state(const NamedTensors& state, const std::string& name, const Tensor& like) {
   for (const auto& [key, value] : state)
     if (key == name) {
-      check(value.shape() == like.shape(), "optimizer state '", name, "' has shape ", shape_str(value.shape()),
-            ", expected ", shape_str(like.shape()));
+      check(value.shape() == like.shape(), "optimizer state '", name, "' has shape ", value.shape(),
+            ", expected ", like.shape());
       return value;
     }
   fail("optimizer state '", name, "' is missing");
@@ -187,7 +187,7 @@ double clip_grad_norm(const NamedTensors& parameters, double max_norm) {
     for (const auto& [name, p] : parameters) {
       Tensor g = p.grad();
       if (g.defined() && g.numel() > 0 && !std::isfinite(squared_norm(g)))
-        fail("clip_grad_norm: the gradient of '", name, "' ", shape_str(g.shape()), " holds NaN or Inf");
+        fail("clip_grad_norm: the gradient of '", name, "' ", g.shape(), " holds NaN or Inf");
     }
     fail("clip_grad_norm: total gradient norm is ", norm);
   }

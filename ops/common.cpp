@@ -25,36 +25,36 @@ void check_defined(const char* op, const Tensor& t, const char* what) {
 
 void check_floating(const char* op, const Tensor& t) {
   check_defined(op, t);
-  check(is_floating(t.dtype()), op, ": expected a float32 or float64 tensor, got ", t.str());
+  check(is_floating(t.dtype()), op, ": expected a float32 or float64 tensor, got ", t);
 }
 
 void check_index(const char* op, const Tensor& t) {
   check_defined(op, t, "index");
   check(t.dtype() == DType::Int32 || t.dtype() == DType::Int64, op,
-        ": expected an int32 or int64 index tensor, got ", t.str());
+        ": expected an int32 or int64 index tensor, got ", t);
 }
 
 void check_same_device(const char* op, std::initializer_list<Tensor> tensors) {
   for (const Tensor& t : tensors) check_defined(op, t);
   const Tensor& first = *tensors.begin();
   for (const Tensor& t : tensors)
-    check(t.device() == first.device(), op, ": tensors on different devices: ", describe(tensors));
+    if (t.device() != first.device()) fail(op, ": tensors on different devices: ", describe(tensors));
 }
 
 void check_compatible(const char* op, std::initializer_list<Tensor> tensors) {
   check_same_device(op, tensors);
   const Tensor& first = *tensors.begin();
   for (const Tensor& t : tensors)
-    check(t.dtype() == first.dtype(), op, ": dtypes differ: ", describe(tensors));
+    if (t.dtype() != first.dtype()) fail(op, ": dtypes differ: ", describe(tensors));
 }
 
 void check_nonempty(const char* op, const Tensor& t) {
-  check(t.numel() > 0, op, ": empty tensor of shape ", shape_str(t.shape()));
+  check(t.numel() > 0, op, ": empty tensor of shape ", t.shape());
 }
 
 int64_t normalize_axis(const char* op, int64_t axis, const Shape& shape) {
   int64_t rank = static_cast<int64_t>(shape.size());
-  check(axis >= -rank && axis < rank, op, ": axis ", axis, " out of range for shape ", shape_str(shape));
+  check(axis >= -rank && axis < rank, op, ": axis ", axis, " out of range for shape ", shape);
   return axis < 0 ? axis + rank : axis;
 }
 
@@ -71,10 +71,10 @@ AxisSplit split_at_axis(const Shape& shape, int64_t axis) {
 Tensor checked_sequence_lengths(const char* op, const Tensor& lengths, int64_t batch, int64_t length,
                                 int64_t min_length, Device device) {
   check_defined(op, lengths, "lengths");
-  check(lengths.dim() == 1 && lengths.size(0) == batch, op, ": lengths ", lengths.str(), " but batch ", batch,
+  check(lengths.dim() == 1 && lengths.size(0) == batch, op, ": lengths ", lengths, " but batch ", batch,
         " (expected [", batch, "])");
   check(lengths.dtype() == DType::Int32 || lengths.dtype() == DType::Int64, op,
-        ": lengths must be int32 or int64, got ", lengths.str());
+        ": lengths must be int32 or int64, got ", lengths);
   const std::vector<int64_t> values = lengths.to_vector<int64_t>();
   for (int64_t b = 0; b < batch; ++b)
     check(values[b] >= min_length && values[b] <= length, op, ": length ", values[b], " of example ", b,

@@ -147,15 +147,15 @@ namespace {
 Shape checked_output_shape(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride) {
   check_floating(op, x);
   check_defined(op, weight, "weight");
-  check(x.dim() == 3, op, ": input ", shape_str(x.shape()), " is not 3-D [B, T, C]");
-  check(weight.dim() == 2 && weight.size(0) == x.size(2), op, ": input ", shape_str(x.shape()), " but weight ",
-        shape_str(weight.shape()));
-  check(weight.size(1) > 0, op, ": weight ", shape_str(weight.shape()), " has kernel size 0");
+  check(x.dim() == 3, op, ": input ", x.shape(), " is not 3-D [B, T, C]");
+  check(weight.dim() == 2 && weight.size(0) == x.size(2), op, ": input ", x.shape(), " but weight ",
+        weight.shape());
+  check(weight.size(1) > 0, op, ": weight ", weight.shape(), " has kernel size 0");
   check(stride > 0, op, ": stride ", stride, " must be positive");
   if (bias.defined()) {
     check_compatible(op, {x, weight, bias});
-    check(bias.dim() == 1 && bias.size(0) == x.size(2), op, ": weight ", shape_str(weight.shape()), " but bias ",
-          shape_str(bias.shape()));
+    check(bias.dim() == 1 && bias.size(0) == x.size(2), op, ": weight ", weight.shape(), " but bias ",
+          bias.shape());
   } else {
     check_compatible(op, {x, weight});
   }

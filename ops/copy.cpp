@@ -36,7 +36,7 @@ Tensor copy(const Tensor& x) {
 Tensor cast(const Tensor& x, DType dtype) {
   check_defined("cast", x);
   if (x.dtype() == dtype) return x;
-  check(!x.requires_grad() || is_floating(dtype), "cast: ", x.str(), " requires grad and cannot be cast to ",
+  check(!x.requires_grad() || is_floating(dtype), "cast: ", x, " requires grad and cannot be cast to ",
         dtype_name(dtype), " (gradients flow only between floating types)");
   Tensor out = Tensor::empty(x.shape(), dtype, x.device());
   dispatch::kernel<CastKernel>(kernels::cast, x.device())(x, out);

@@ -31,7 +31,7 @@ Shape broadcast_shapes(const char* op, const Shape& a, const Shape& b) {
   for (size_t k = 0; k < out.size(); ++k) {
     int64_t ea = k < a.size() ? a[a.size() - 1 - k] : 1;
     int64_t eb = k < b.size() ? b[b.size() - 1 - k] : 1;
-    check(ea == eb || ea == 1 || eb == 1, op, ": shapes ", shape_str(a), " and ", shape_str(b),
+    check(ea == eb || ea == 1 || eb == 1, op, ": shapes ", a, " and ", b,
           " cannot be broadcast together");
     out[out.size() - 1 - k] = ea == 1 ? eb : ea;
   }
@@ -290,7 +290,7 @@ Tensor gelu(const Tensor& x) { return unary(kernels::gelu, kernels::gelu_backwar
 Tensor gelu_masked(const Tensor& x, const Tensor& lengths) {
   const char* op = kernels::gelu_masked;
   check_floating(op, x);
-  check(x.dim() == 3, op, ": input ", shape_str(x.shape()), " is not 3-D [B, T, C]");
+  check(x.dim() == 3, op, ": input ", x.shape(), " is not 3-D [B, T, C]");
   const Tensor valid = checked_sequence_lengths(op, lengths, x.size(0), x.size(1));
   if (x.device().type != DeviceType::CPU) return zero_padded_rows(gelu(x), valid);
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
@@ -307,8 +307,8 @@ Tensor pow(const Tensor& x, double exponent) { return unary(kernels::pow, kernel
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
   check_floating("broadcast_to", x);
-  check(broadcast_shapes("broadcast_to", x.shape(), shape) == shape, "broadcast_to: ", shape_str(x.shape()),
-        " cannot be broadcast to ", shape_str(shape));
+  check(broadcast_shapes("broadcast_to", x.shape(), shape) == shape, "broadcast_to: ", x.shape(),
+        " cannot be broadcast to ", shape);
   Tensor out = Tensor::empty(shape, x.dtype(), x.device());
   dispatch::kernel<BroadcastKernel>(kernels::broadcast_to, x.device())(x, out);
   record("broadcast_to", {x}, out, [shape_x = x.shape()](const Tensor& g) -> std::vector<Tensor> {

@@ -202,18 +202,18 @@ Tensor hybrid_mix(const Tensor& attended, const Tensor& values, const Tensor& we
   check_defined(op, weight, "weight");
   check_defined(op, gates, "gates");
   for (const Tensor* t : {&attended, &values, &weight, &gates}) check_floating(op, *t);
-  check(values.dim() == 3, op, ": values ", shape_str(values.shape()), " is not 3-D [B, T, C]");
-  check(attended.shape() == values.shape(), op, ": attended ", shape_str(attended.shape()), " and values ",
-        shape_str(values.shape()), " differ (they must have one shape)");
+  check(values.dim() == 3, op, ": values ", values.shape(), " is not 3-D [B, T, C]");
+  check(attended.shape() == values.shape(), op, ": attended ", attended.shape(), " and values ",
+        values.shape(), " differ (they must have one shape)");
   const int64_t C = values.size(2);
-  check(weight.dim() == 2 && weight.size(0) == C && weight.size(1) > 0, op, ": values ", shape_str(values.shape()),
-        " but weight ", shape_str(weight.shape()), " (expected [C, k], k > 0)");
-  check(gates.shape() == Shape{C}, op, ": values ", shape_str(values.shape()), " but gates ",
-        shape_str(gates.shape()), " (expected one per channel, [C])");
+  check(weight.dim() == 2 && weight.size(0) == C && weight.size(1) > 0, op, ": values ", values.shape(),
+        " but weight ", weight.shape(), " (expected [C, k], k > 0)");
+  check(gates.shape() == Shape{C}, op, ": values ", values.shape(), " but gates ",
+        gates.shape(), " (expected one per channel, [C])");
   const bool has_bias = bias.defined();
   if (has_bias) {
     check_floating(op, bias);
-    check(bias.shape() == Shape{C}, op, ": values ", shape_str(values.shape()), " but bias ", shape_str(bias.shape()));
+    check(bias.shape() == Shape{C}, op, ": values ", values.shape(), " but bias ", bias.shape());
     check_compatible(op, {attended, values, weight, bias, gates});
   } else {
     check_compatible(op, {attended, values, weight, gates});

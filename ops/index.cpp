@@ -103,7 +103,7 @@ void check_gather_args(const char* op, const Tensor& x, const Tensor& index) {
   check_defined(op, x);
   check_index(op, index);
   check_same_device(op, {x, index});
-  check(index.dim() == 1, op, ": index ", index.str(), " is not 1-D");
+  check(index.dim() == 1, op, ": index ", index, " is not 1-D");
 }
 
 // s^level, saturated once it exceeds T: every longer block maps positions < T alike.
@@ -131,7 +131,7 @@ Tensor index_select(const Tensor& x, int64_t axis, const Tensor& index) {
 Tensor embedding(const Tensor& weight, const Tensor& tokens) {
   check_defined("embedding", weight, "weight");
   check_floating("embedding", weight);
-  check(weight.dim() == 2, "embedding: weight ", shape_str(weight.shape()), " is not 2-D [vocab, d]");
+  check(weight.dim() == 2, "embedding: weight ", weight.shape(), " is not 2-D [vocab, d]");
   check_index("embedding", tokens);
   check_same_device("embedding", {weight, tokens});
   check_index_values("embedding", tokens, 0, weight.size(0), "token", "weight " + shape_str(weight.shape()));

@@ -82,10 +82,10 @@ Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight) {
   check_defined(op, weight, "weight");
   for (const Tensor* t : {&start, &end, &weight}) check_floating(op, *t);
   check_compatible(op, {start, end, weight});
-  check(start.shape() == end.shape(), op, ": start ", shape_str(start.shape()), " and end ", shape_str(end.shape()),
+  check(start.shape() == end.shape(), op, ": start ", start.shape(), " and end ", end.shape(),
         " differ (they must have one shape)");
   check(broadcast_shapes(op, weight.shape(), start.shape()) == start.shape(), op, ": weight ",
-        shape_str(weight.shape()), " does not broadcast to start's shape ", shape_str(start.shape()));
+        weight.shape(), " does not broadcast to start's shape ", start.shape());
   Tensor out = Tensor::empty(start.shape(), start.dtype(), start.device());
   dispatch::kernel<LerpKernel>(op, start.device())(start, end, weight, out);
   record(op, {start, end, weight}, out,

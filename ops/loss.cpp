@@ -78,12 +78,12 @@ void check_cross_entropy_args(const Tensor& logits, const Tensor& labels) {
   check_floating("cross_entropy", logits);
   check_index("cross_entropy", labels);
   check_same_device("cross_entropy", {logits, labels});
-  check(logits.dim() == 2, "cross_entropy: logits must be [N, C], got ", shape_str(logits.shape()));
-  check(labels.dim() == 1, "cross_entropy: labels must be [N], got ", shape_str(labels.shape()));
-  check(labels.size(0) == logits.size(0), "cross_entropy: logits ", shape_str(logits.shape()), " but labels ",
-        shape_str(labels.shape()));
-  check(logits.size(0) > 0, "cross_entropy: empty batch, logits ", shape_str(logits.shape()));
-  check(logits.size(1) > 0, "cross_entropy: no classes, logits ", shape_str(logits.shape()));
+  check(logits.dim() == 2, "cross_entropy: logits must be [N, C], got ", logits.shape());
+  check(labels.dim() == 1, "cross_entropy: labels must be [N], got ", labels.shape());
+  check(labels.size(0) == logits.size(0), "cross_entropy: logits ", logits.shape(), " but labels ",
+        labels.shape());
+  check(logits.size(0) > 0, "cross_entropy: empty batch, logits ", logits.shape());
+  check(logits.size(1) > 0, "cross_entropy: no classes, logits ", logits.shape());
   // On the host: a kernel cannot report which label was wrong, and an out of
   // range label would read past the row.
   const int64_t classes = logits.size(1);

@@ -53,7 +53,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
     const int64_t extent = mask_shape[mask_shape.size() - 1 - k];
     broadcasts = extent == 1 || extent == shape[shape.size() - 1 - k];
   }
-  check(broadcasts, "masked_fill: mask ", shape_str(mask_shape), " does not broadcast to input ", shape_str(shape));
+  check(broadcasts, "masked_fill: mask ", mask_shape, " does not broadcast to input ", shape);
 
   Tensor out = Tensor::empty(shape, x.dtype(), x.device());
   dispatch::kernel<MaskedFillKernel>(kernels::masked_fill, x.device())(x, mask, value, out);

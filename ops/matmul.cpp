@@ -331,21 +331,27 @@ namespace {
 
 Shape batch_dims(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
 
-std::string operand_str(const Tensor& t, bool transposed) {
-  return shape_str(t.shape()) + (transposed ? "ᵀ" : "");
+// An operand in a message: "[4, 3]", or "[4, 3]ᵀ" as a product reads it transposed.
+struct Operand {
+  const Tensor& tensor;
+  bool transposed;
+};
+void append_message(std::ostream& out, const Operand& operand) {
+  hkt::append_message(out, operand.tensor.shape());
+  if (operand.transposed) out << "ᵀ";
 }
 
 void check_gemm_args(const char* op, const Tensor& a, const Tensor& b, bool ta, bool tb) {
   check_floating(op, a);
   check_floating(op, b);
   check_compatible(op, {a, b});
-  const std::string operands = operand_str(a, ta) + " x " + operand_str(b, tb);
-  check(a.dim() >= 2 && b.dim() >= 2, op, ": ", operands, ": both operands need at least 2 dims");
+  const Operand left{a, ta}, right{b, tb};
+  check(a.dim() >= 2 && b.dim() >= 2, op, ": ", left, " x ", right, ": both operands need at least 2 dims");
   if (a.dim() > 2 && b.dim() > 2)
-    check(batch_dims(a) == batch_dims(b), op, ": ", operands, ": batch dims ", shape_str(batch_dims(a)), " and ",
-          shape_str(batch_dims(b)), " differ (they must be equal, or one operand 2-D)");
+    check(batch_dims(a) == batch_dims(b), op, ": ", left, " x ", right, ": batch dims ", batch_dims(a), " and ",
+          batch_dims(b), " differ (they must be equal, or one operand 2-D)");
   const int64_t inner_a = a.size(ta ? -2 : -1), inner_b = b.size(tb ? -1 : -2);
-  check(inner_a == inner_b, op, ": ", operands, ": inner sizes ", inner_a, " and ", inner_b, " differ");
+  check(inner_a == inner_b, op, ": ", left, " x ", right, ": inner sizes ", inner_a, " and ", inner_b, " differ");
 }
 
 // Not recorded: the forward of gemm and the GEMMs of its backward. Arguments
@@ -382,8 +388,8 @@ Tensor gemm_compute(const Tensor& a, const Tensor& b, bool ta, bool tb, bool sum
   out_shape.push_back(tb ? rows_b : cols_b);
   d.accumulate = into.defined();
   if (d.accumulate)
-    check(into.shape() == out_shape && !bias.defined(), "gemm: internal: accumulating into ", into.str(), " for ",
-          shape_str(out_shape), bias.defined() ? " with a bias" : "");
+    check(into.shape() == out_shape && !bias.defined(), "gemm: internal: accumulating into ", into, " for ",
+          out_shape, bias.defined() ? " with a bias" : "");
   Tensor c = d.accumulate ? into : Tensor::empty(out_shape, a.dtype(), a.device());
   Tensor sums = row_sums ? Tensor::empty({d.m}, a.dtype(), a.device()) : Tensor();
   dispatch::kernel<GemmKernel>(kernels::gemm, a.device())(a, b, bias, c, d, sums);
@@ -439,13 +445,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) { return gemm_op("matmul", a, b,
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_defined("linear", x);
   check_defined("linear", weight, "weight");
-  check(weight.dim() == 2, "linear: weight ", shape_str(weight.shape()), " is not 2-D [out, in]");
-  check(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input ", shape_str(x.shape()), " but weight ",
-        shape_str(weight.shape()));
+  check(weight.dim() == 2, "linear: weight ", weight.shape(), " is not 2-D [out, in]");
+  check(x.dim() >= 1 && x.size(-1) == weight.size(1), "linear: input ", x.shape(), " but weight ",
+        weight.shape());
   if (bias.defined()) {
     check_compatible("linear", {x, weight, bias});
-    check(bias.dim() == 1 && bias.size(0) == weight.size(0), "linear: weight ", shape_str(weight.shape()),
-          " but bias ", shape_str(bias.shape()));
+    check(bias.dim() == 1 && bias.size(0) == weight.size(0), "linear: weight ", weight.shape(),
+          " but bias ", bias.shape());
   }
   // x [..., in] with leading dims is a batch of [rows, in] items times a shared weight, which
   // gemm_compute runs as one GEMM over all rows. Not reshaped first: x itself is then the

@@ -129,7 +129,7 @@ void check_multiscale_args(const std::vector<Tensor>& q_levels, const std::vecto
   check(stride >= 2, kOp, ": stride ", stride, " must be at least 2");
   check_floating(kOp, v);
   check_floating(kOp, level_logits);
-  check(v.dim() == 4 && v.numel() > 0, kOp, ": v ", shape_str(v.shape()), " is not a non-empty ",
+  check(v.dim() == 4 && v.numel() > 0, kOp, ": v ", v.shape(), " is not a non-empty ",
         attention_tiles::layout_str(layout));
   const bool interleaved = layout == HeadLayout::BTHD;
   const int64_t batch = v.size(0), heads = v.size(interleaved ? 2 : 1), length = v.size(interleaved ? 1 : 2),
@@ -141,11 +141,11 @@ void check_multiscale_args(const std::vector<Tensor>& q_levels, const std::vecto
     const int64_t rows = level_length(length, l, stride);
     const Shape expected = interleaved ? Shape{batch, rows, heads, dh} : Shape{batch, heads, rows, dh};
     for (const auto& [name, t] : {std::pair{"q_levels", q_levels[l]}, std::pair{"k_levels", k_levels[l]}})
-      check(t.shape() == expected, kOp, ": ", name, "[", l, "] ", shape_str(t.shape()), " but expected ",
-            shape_str(expected), " (v ", shape_str(v.shape()), ", T_", l, " = level_length(", length, ", ", l, ", ",
+      check(t.shape() == expected, kOp, ": ", name, "[", l, "] ", t.shape(), " but expected ",
+            expected, " (v ", v.shape(), ", T_", l, " = level_length(", length, ", ", l, ", ",
             stride, "))");
   }
-  check(level_logits.shape() == Shape{heads, levels}, kOp, ": level_logits ", shape_str(level_logits.shape()),
+  check(level_logits.shape() == Shape{heads, levels}, kOp, ": level_logits ", level_logits.shape(),
         " but expected [H, L] = [", heads, ", ", levels, "]");
 }
 

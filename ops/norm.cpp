@@ -192,12 +192,12 @@ void check_layer_norm(const char* op, const Tensor& x, const Tensor& weight, con
   check_defined(op, weight, "weight");
   check_defined(op, bias, "bias");
   check_compatible(op, {x, weight, bias});
-  check(x.dim() >= 1, op, ": input ", shape_str(x.shape()), " has no last axis to normalise");
+  check(x.dim() >= 1, op, ": input ", x.shape(), " has no last axis to normalise");
   const int64_t width = x.size(-1);
-  check(weight.shape() == Shape{width}, op, ": input ", shape_str(x.shape()), " but weight ",
-        shape_str(weight.shape()));
-  check(bias.shape() == Shape{width}, op, ": input ", shape_str(x.shape()), " but bias ", shape_str(bias.shape()));
-  check(width > 0, op, ": empty last axis in input ", shape_str(x.shape()));
+  check(weight.shape() == Shape{width}, op, ": input ", x.shape(), " but weight ",
+        weight.shape());
+  check(bias.shape() == Shape{width}, op, ": input ", x.shape(), " but bias ", bias.shape());
+  check(width > 0, op, ": empty last axis in input ", x.shape());
   check(eps >= 0, op, ": eps must be >= 0, got ", eps);
 }
 
@@ -242,7 +242,7 @@ Tensor layer_norm_masked(const Tensor& x, const Tensor& weight, const Tensor& bi
                          double eps) {
   const char* op = kernels::layer_norm_masked;
   check_layer_norm(op, x, weight, bias, eps);
-  check(x.dim() == 3, op, ": input ", shape_str(x.shape()), " is not 3-D [B, T, D]");
+  check(x.dim() == 3, op, ": input ", x.shape(), " is not 3-D [B, T, D]");
   const Tensor valid = checked_sequence_lengths(op, lengths, x.size(0), x.size(1));
   if (x.device().type != DeviceType::CPU) return zero_padded_rows(layer_norm(x, weight, bias, eps), valid);
   return layer_norm_node(op, kernels::layer_norm_masked_backward, x, weight, bias, valid, eps);

@@ -137,7 +137,7 @@ Tensor sum(const Tensor& x) {
 Tensor mean(const Tensor& x, int64_t axis, bool keepdim) {
   check_floating("mean", x);
   int64_t extent = x.size(normalize_axis("mean", axis, x.shape()));
-  check(extent > 0, "mean: empty axis ", axis, " of shape ", shape_str(x.shape()));
+  check(extent > 0, "mean: empty axis ", axis, " of shape ", x.shape());
   return mul(sum(x, axis, keepdim), 1.0 / static_cast<double>(extent));
 }
 
@@ -150,7 +150,7 @@ Tensor mean(const Tensor& x) {
 Tensor max(const Tensor& x, int64_t axis, bool keepdim) {
   check_floating("max", x);
   axis = normalize_axis("max", axis, x.shape());
-  check(x.size(axis) > 0, "max: empty axis ", axis, " of shape ", shape_str(x.shape()));
+  check(x.size(axis) > 0, "max: empty axis ", axis, " of shape ", x.shape());
   AxisSplit split = split_at_axis(x.shape(), axis);
   Shape out_shape = reduced_shape(x.shape(), axis, keepdim);
   Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
@@ -172,8 +172,8 @@ Tensor max(const Tensor& x) {
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
   if (x.shape() == shape) return x;
-  check(broadcast_shapes("sum_to", shape, x.shape()) == x.shape(), "sum_to: ", shape_str(x.shape()),
-        " is not a broadcast of ", shape_str(shape));
+  check(broadcast_shapes("sum_to", shape, x.shape()) == x.shape(), "sum_to: ", x.shape(),
+        " is not a broadcast of ", shape);
   // Each run of adjacent stretched axes is one reduction (a bias's gradient from [B, T, N] is
   // one sum over B·T rows, not a sum over B and then one over T): x viewed with runs merged.
   const int64_t extra = x.dim() - static_cast<int64_t>(shape.size());

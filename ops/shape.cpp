@@ -72,20 +72,20 @@ Tensor reshape(const Tensor& x, Shape shape) {
   int64_t known = 1, inferred = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      check(inferred < 0, "reshape: ", shape_str(x.shape()), " to ", shape_str(shape), ": more than one -1");
+      check(inferred < 0, "reshape: ", x.shape(), " to ", shape, ": more than one -1");
       inferred = static_cast<int64_t>(i);
     } else {
-      check(shape[i] >= 0, "reshape: ", shape_str(x.shape()), " to ", shape_str(shape), ": negative extent");
+      check(shape[i] >= 0, "reshape: ", x.shape(), " to ", shape, ": negative extent");
       known *= shape[i];
     }
   }
   if (inferred >= 0) {
-    check(known > 0 && x.numel() % known == 0, "reshape: cannot infer -1 in ", shape_str(shape), " for ",
-          x.numel(), " elements of ", shape_str(x.shape()));
+    check(known > 0 && x.numel() % known == 0, "reshape: cannot infer -1 in ", shape, " for ",
+          x.numel(), " elements of ", x.shape());
     shape[inferred] = x.numel() / known;
   }
-  check(shape_numel(shape) == x.numel(), "reshape: ", shape_str(x.shape()), " (", x.numel(), " elements) to ",
-        shape_str(shape), " (", shape_numel(shape), " elements)");
+  check(shape_numel(shape) == x.numel(), "reshape: ", x.shape(), " (", x.numel(), " elements) to ",
+        shape, " (", shape_numel(shape), " elements)");
   Tensor out = x.detach();
   out.impl()->shape = shape;
   record("reshape", {x}, out, [from = x.shape()](const Tensor& g) -> std::vector<Tensor> {
@@ -97,12 +97,12 @@ Tensor reshape(const Tensor& x, Shape shape) {
 Tensor permute(const Tensor& x, const std::vector<int64_t>& dims) {
   check_defined("permute", x);
   check(static_cast<int64_t>(dims.size()) == x.dim(), "permute: ", dims.size(), " dims for shape ",
-        shape_str(x.shape()));
+        x.shape());
   std::vector<int64_t> axes(dims.size()), inverse(dims.size(), -1);
   Shape out_shape(dims.size());
   for (size_t k = 0; k < dims.size(); ++k) {
     axes[k] = normalize_axis("permute", dims[k], x.shape());
-    check(inverse[axes[k]] < 0, "permute: axis ", dims[k], " repeated in a permutation of ", shape_str(x.shape()));
+    check(inverse[axes[k]] < 0, "permute: axis ", dims[k], " repeated in a permutation of ", x.shape());
     inverse[axes[k]] = static_cast<int64_t>(k);
     out_shape[k] = x.size(axes[k]);
   }
@@ -124,7 +124,7 @@ Tensor slice(const Tensor& x, int64_t axis, int64_t start, int64_t end) {
   check_defined("slice", x);
   axis = normalize_axis("slice", axis, x.shape());
   check(0 <= start && start <= end && end <= x.size(axis), "slice: range [", start, ", ", end, ") on axis ", axis,
-        " of shape ", shape_str(x.shape()));
+        " of shape ", x.shape());
   Shape out_shape = x.shape();
   out_shape[axis] = end - start;
   Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
@@ -147,10 +147,10 @@ Tensor concat(const std::vector<Tensor>& tensors, int64_t axis) {
   for (const Tensor& t : tensors) {
     check_compatible("concat", {first, t});
     Shape expected = first.shape(), got = t.shape();
-    check(got.size() == expected.size(), "concat: shapes ", shape_str(expected), " and ", shape_str(got),
+    check(got.size() == expected.size(), "concat: shapes ", expected, " and ", got,
           " differ in rank");
     expected[axis] = got[axis];
-    check(got == expected, "concat: shapes ", shape_str(first.shape()), " and ", shape_str(got),
+    check(got == expected, "concat: shapes ", first.shape(), " and ", got,
           " differ outside axis ", axis);
     out_shape[axis] += got[axis];
   }

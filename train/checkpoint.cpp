@@ -98,7 +98,7 @@ void check_training_state(const SafetensorsFile& file, const Optimizer& optimize
     check(!optimizer_state || known.count(name), "checkpoint ", path, ": unknown optimizer tensor '", name, "'");
     if (name == "optim.step") {
       check(tensor.numel() == 1 && !is_floating(tensor.dtype()), "checkpoint ", path,
-            ": optim.step must be one integer, got ", tensor.str());
+            ": optim.step must be one integer, got ", tensor);
       const int64_t optimizer_step = tensor.to_vector<int64_t>()[0];
       check(optimizer_step == step, "checkpoint ", path, ": optim.step ", optimizer_step,
             " disagrees with the step in __metadata__, ", step);
@@ -165,8 +165,8 @@ NamedTensors load_parameters(const SafetensorsFile& file, const std::string& pat
     auto it = by_name.find(name);
     check(it != by_name.end(), "checkpoint ", path, ": parameter '", name, "' is missing");
     check(it->second.shape() == parameter.shape(), "checkpoint ", path, ": parameter '", name, "' has shape ",
-          shape_str(it->second.shape()), ", the model wants ", shape_str(parameter.shape()));
-    check(is_floating(it->second.dtype()), "checkpoint ", path, ": parameter '", name, "' is ", it->second.str());
+          it->second.shape(), ", the model wants ", parameter.shape());
+    check(is_floating(it->second.dtype()), "checkpoint ", path, ": parameter '", name, "' is ", it->second);
     assignments.emplace_back(parameter, it->second);
     by_name.erase(it);
   }
