@@ -45,7 +45,7 @@ void attention_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const Ten
   for (const Tensor* t : std::initializer_list<const Tensor*>{&q, &k, &v, &out, &log_sum_exp})
     check_float32_on(op, shapes, *t, device);
   hkt::check(lengths.device() == device && lengths.dtype() == DType::Int64, op, ": ", shapes, ": lengths ",
-             lengths.str(), " on ", lengths.device().str(), " (int64 on ", device.str(), " expected)");
+             lengths, " on ", lengths.device(), " (int64 on ", device, " expected)");
   visit_head_dim(op, shapes, dims.head_dim, [&](auto head_dim) {
     constexpr int Dh = decltype(head_dim)::value;
     const unsigned blocks = task_blocks(op, dims.batch * dims.heads * row_tiles(dims.length));
@@ -66,9 +66,9 @@ void attention_backward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, 
   for (const Tensor* t :
        std::initializer_list<const Tensor*>{&q, &k, &v, &out, &log_sum_exp, &grad_out, &grad_q, &grad_k, &grad_v})
     check_float32_on(op, shapes, *t, device);
-  hkt::check(grad_out.shape() == q.shape(), op, ": ", shapes, ": grad_out ", grad_out.str(), " differs from q");
+  hkt::check(grad_out.shape() == q.shape(), op, ": ", shapes, ": grad_out ", grad_out, " differs from q");
   hkt::check(lengths.device() == device && lengths.dtype() == DType::Int64, op, ": ", shapes, ": lengths ",
-             lengths.str(), " on ", lengths.device().str(), " (int64 on ", device.str(), " expected)");
+             lengths, " on ", lengths.device(), " (int64 on ", device, " expected)");
   visit_head_dim(op, shapes, dims.head_dim, [&](auto head_dim) {
     constexpr int Dh = decltype(head_dim)::value;
     cudaStream_t stream = cuda::stream(device.index);

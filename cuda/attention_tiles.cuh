@@ -149,8 +149,8 @@ inline float* mutable_floats(Tensor& t) { return static_cast<float*>(t.raw_data(
 // The CUDA kernels take float32 tensors, all on one CUDA device.
 inline void check_float32_on(const char* op, const std::string& shapes, const Tensor& t, Device device) {
   hkt::check(t.dtype() == DType::Float32, op, ": ", shapes, ": the CUDA kernel supports float32 only, got ",
-             t.str());
-  hkt::check(t.device() == device, op, ": ", shapes, ": tensors on ", t.device().str(), " and ", device.str(),
+             t);
+  hkt::check(t.device() == device, op, ": ", shapes, ": tensors on ", t.device(), " and ", device,
              " (one CUDA device expected)");
 }
 

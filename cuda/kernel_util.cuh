@@ -21,8 +21,8 @@ constexpr unsigned kThreads = 256;  // a multiple of 32, so that every warp is f
 // The CUDA kernels compute in float32 only; anything else is an Error naming the op.
 inline void require_float32(const char* op, const Tensor& t) {
   if (t.defined())
-    hkt::check(t.dtype() == DType::Float32, op, ": the CUDA backend supports float32 only, got ", t.str(), " on ",
-          t.device().str());
+    hkt::check(t.dtype() == DType::Float32, op, ": the CUDA backend supports float32 only, got ", t, " on ",
+          t.device());
 }
 
 template <class T = float>
@@ -56,7 +56,7 @@ struct StridedView {
 inline StridedView strided_view(const char* op, const Shape& out, const std::vector<int64_t>& strides_a,
                                 const std::vector<int64_t>& strides_b) {
   hkt::check(out.size() <= static_cast<size_t>(kMaxRank), op, ": the CUDA kernel handles rank ", kMaxRank,
-        " at most, got shape ", shape_str(out));
+        " at most, got shape ", out);
   StridedView view;
   view.rank = static_cast<int>(out.size());
   for (size_t axis = 0; axis < out.size(); ++axis) {

@@ -72,7 +72,7 @@ Levels level_args(const char* op, const std::string& shapes, const std::vector<T
     for (const Tensor* t : {&queries[l], &keys[l]}) {
       check_float32_on(op, shapes, *t, device);
       hkt::check(t->shape() == expected, op, ": ", shapes, ": level ", l, " has ", t->str(), ", expected ",
-                 shape_str(expected));
+                 expected);
     }
     levels.queries[l] = device_floats(queries[l]);
     levels.keys[l] = device_floats(keys[l]);
@@ -87,9 +87,9 @@ void check_common(const char* op, const std::string& shapes, const Tensor& v, co
   check_float32_on(op, shapes, v, v.device());
   check_float32_on(op, shapes, level_weights, v.device());
   hkt::check(level_weights.shape() == Shape{dims.heads, dims.levels}, op, ": ", shapes, ": level weights ",
-             level_weights.str(), ", expected [H, L]");
+             level_weights, ", expected [H, L]");
   hkt::check(lengths.device() == v.device() && lengths.dtype() == DType::Int64, op, ": ", shapes, ": lengths ",
-             lengths.str(), " on ", lengths.device().str(), " (int64 on ", v.device().str(), " expected)");
+             lengths, " on ", lengths.device(), " (int64 on ", v.device(), " expected)");
 }
 
 // Dynamic shared memory of `bytes` for `kernel`, opting in above 48 KiB.
@@ -141,7 +141,7 @@ void multiscale_attention_backward_cuda(const std::vector<Tensor>& queries, cons
   for (const Tensor* t :
        std::initializer_list<const Tensor*>{&out, &log_sum_exp, &grad_out, &grad_v, &grad_level_weights})
     check_float32_on(op, shapes, *t, device);
-  hkt::check(grad_out.shape() == v.shape(), op, ": ", shapes, ": grad_out ", grad_out.str(), " differs from v");
+  hkt::check(grad_out.shape() == v.shape(), op, ": ", shapes, ": grad_out ", grad_out, " differs from v");
   const Levels levels = level_args(op, shapes, queries, keys, dims, device);
   const Levels grads = level_args(op, shapes, grad_queries, grad_keys, dims, device);
   visit_head_dim(op, shapes, dims.head_dim, [&](auto head_dim) {

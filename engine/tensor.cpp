@@ -116,7 +116,7 @@ void* Tensor::raw_data() const {
 
 template <class T>
 T* Tensor::data() const {
-  check(dtype() == dtype_of<T>(), "tensor: data<", dtype_name(dtype_of<T>()), ">() on a ", str(), " tensor");
+  check(dtype() == dtype_of<T>(), "tensor: data<", dtype_name(dtype_of<T>()), ">() on a ", *this, " tensor");
   check(device().type == DeviceType::CPU, "tensor: data() on a tensor on ", device(),
         "; copy it with to(Device::cpu()) first");
   return static_cast<T*>(raw_data());
@@ -151,7 +151,7 @@ double Tensor::item() const {
 }
 
 Tensor& Tensor::requires_grad_(bool enabled) {
-  check(!enabled || is_floating(dtype()), "requires_grad_: only floating tensors can require grad, not ", str());
+  check(!enabled || is_floating(dtype()), "requires_grad_: only floating tensors can require grad, not ", *this);
   check(enabled || is_leaf(), "requires_grad_: cannot turn off requires_grad of a non-leaf tensor; use detach()");
   checked_impl().requires_grad = enabled;
   return *this;
@@ -165,7 +165,7 @@ Tensor Tensor::grad() const {
 void Tensor::set_grad(const Tensor& grad) const {
   if (grad.defined())
     check(grad.shape() == shape() && grad.dtype() == dtype(), "set_grad: gradient ", grad,
-          " does not match tensor ", str());
+          " does not match tensor ", *this);
   checked_impl().grad = grad.impl_;
 }
 

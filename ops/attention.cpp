@@ -145,11 +145,9 @@ Tensor attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor
   check_floating(op, k);
   check_floating(op, v);
   check_compatible(op, {q, k, v});
-  const std::string shapes =
-      "q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape());
-  check(q.dim() == 4 && q.shape() == k.shape() && q.shape() == v.shape(), op, ": ", shapes,
-        ": expected q, k and v of one shape ", attention_tiles::layout_str(layout));
-  check(q.numel() > 0, op, ": ", shapes, ": empty tensors");
+  check(q.dim() == 4 && q.shape() == k.shape() && q.shape() == v.shape(), op, ": q ", q.shape(), ", k ", k.shape(),
+        ", v ", v.shape(), ": expected q, k and v of one shape ", attention_tiles::layout_str(layout));
+  check(q.numel() > 0, op, ": q ", q.shape(), ", k ", k.shape(), ", v ", v.shape(), ": empty tensors");
   if (padded == PaddedRows::Zero && q.device().type != DeviceType::CPU)
     return attention_tiles::zero_padded_rows(attention(q, k, v, lengths, causal, layout), lengths, layout);
   if (layout == HeadLayout::BTHD && q.device().type != DeviceType::CPU) {

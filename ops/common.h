@@ -113,6 +113,30 @@ std::vector<int64_t> longest_first(const int64_t* lengths, int64_t batch);
 // Maps axis in [-rank, rank) to [0, rank); throws naming the op and shape.
 int64_t normalize_axis(const char* op, int64_t axis, const Shape& shape);
 
+// Zeroed partial sums, one slice of `size` values per task, each slice on
+// cache lines of its own (64-byte aligned, the stride rounded up to 64
+// bytes), from the caching allocator. The backward kernels of the mix, the
+// convolution and LayerNorm sum their parameters' gradients per task and add
+// the slices in task order, so that results do not depend on the thread
+// count. Packed side by side, two threads' slices shared a line, and the
+// threads traded it on every row: the mix's backward ran slower on two
+// threads than on one (docs/PERFORMANCE.md).
+template <class T>
+class PartialSums {
+ public:
+  PartialSums(int64_t tasks, int64_t size)
+      : stride_((size + kLine - 1) / kLine * kLine),
+        storage_(Tensor::zeros({tasks * stride_}, dtype_of<T>())),
+        data_(storage_.data<T>()) {}
+  T* operator[](int64_t task) const { return data_ + task * stride_; }
+
+ private:
+  static constexpr int64_t kLine = 64 / sizeof(T);
+  int64_t stride_;
+  Tensor storage_;
+  T* data_;
+};
+
 // A shape seen as [outer, extent, inner] around one axis.
 struct AxisSplit {
   int64_t outer = 1, extent = 1, inner = 1;

@@ -77,7 +77,7 @@ void depthwise_conv1d_backward_rows_cpu(const Tensor& x, const Tensor& weight, c
     const bool params = grad_weight.defined() || grad_bias.defined();
     const std::vector<T> taps = weight_by_tap(static_cast<const T*>(weight.raw_data()), C, k);
     const int64_t partial_size = (k + 1) * C;  // per sequence: dW as [k, C], then dbias
-    std::vector<T> partials(params ? static_cast<size_t>(B * partial_size) : 0, T(0));
+    const PartialSums<T> partials(params ? B : 0, partial_size);
     const std::vector<int64_t> order = longest_first(rows, B);  // the masked form's work follows its rows
 #pragma omp parallel for schedule(dynamic) if (B * T_out * C * k > HKT_OMP_MIN_WORK)
     for (int64_t task = 0; task < B; ++task) {
@@ -86,7 +86,7 @@ void depthwise_conv1d_backward_rows_cpu(const Tensor& x, const Tensor& weight, c
       const T* dys = pg + b * T_out * C;
       T* dxs = pdx ? pdx + b * length * C : nullptr;
       if (dxs && !accumulate) std::fill(dxs, dxs + length * C, T(0));
-      T* dw_taps = params ? partials.data() + b * partial_size : nullptr;
+      T* dw_taps = params ? partials[b] : nullptr;
       for (int64_t m = 0; m < (rows ? rows[b] : T_out); ++m) {
         const T* dy = dys + m * C;
         if (row_is_zero(dy, C)) continue;  // adds nothing anywhere (ops/common.h)
@@ -111,15 +111,15 @@ void depthwise_conv1d_backward_rows_cpu(const Tensor& x, const Tensor& weight, c
       }
     }
     if (!params) return;
+    T* total = partials[0];
     for (int64_t b = 1; b < B; ++b)
-      for (int64_t e = 0; e < partial_size; ++e) partials[e] += partials[b * partial_size + e];
+      for (int64_t e = 0; e < partial_size; ++e) total[e] += partials[b][e];
     if (grad_weight.defined()) {
       T* pdw = static_cast<T*>(grad_weight.raw_data());
       for (int64_t c = 0; c < C; ++c)
-        for (int64_t r = 0; r < k; ++r) pdw[c * k + r] = partials[r * C + c];
+        for (int64_t r = 0; r < k; ++r) pdw[c * k + r] = total[r * C + c];
     }
-    if (grad_bias.defined())
-      std::copy(partials.begin() + k * C, partials.begin() + partial_size, static_cast<T*>(grad_bias.raw_data()));
+    if (grad_bias.defined()) std::copy(total + k * C, total + partial_size, static_cast<T*>(grad_bias.raw_data()));
   });
 }
 

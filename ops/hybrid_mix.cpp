@@ -117,7 +117,7 @@ void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const
     const std::vector<T> taps = weight_by_tap(weight.data<T>(), C, k);
     const int64_t* lengths_of = lengths.defined() ? lengths.data<int64_t>() : nullptr;
     const int64_t partial_size = (k + 2) * C;  // per sequence: dW as [k, C], dbias, dβ
-    std::vector<T> partials(static_cast<size_t>(B * partial_size), T(0));
+    const PartialSums<T> partials(B, partial_size);
     decltype(&mix_backward_row_lanes<T, 1>) row_kernel = nullptr;
     if (lanes::fits<T>(C, k))
       lanes::with_taps(k, [&](auto taps_constant) {
@@ -130,7 +130,7 @@ void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const
       for (int64_t b = 0; b < B; ++b) {
         const T* vs = pv + b * length * C;
         T* dvs = pdv ? pdv + b * length * C : nullptr;
-        T* dw_taps = partials.data() + b * partial_size;
+        T* dw_taps = partials[b];
         T* dbias = dw_taps + k * C;
         T* dbeta = dbias + C;
         const int64_t valid = lengths_of ? lengths_of[b] : length;
@@ -174,16 +174,16 @@ void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const
         }
       }
     }
+    T* total = partials[0];
     for (int64_t b = 1; b < B; ++b)
-      for (int64_t e = 0; e < partial_size; ++e) partials[e] += partials[b * partial_size + e];
+      for (int64_t e = 0; e < partial_size; ++e) total[e] += partials[b][e];
     if (grad_weight.defined()) {
       T* pdw = grad_weight.data<T>();
       for (int64_t c = 0; c < C; ++c)
-        for (int64_t r = 0; r < k; ++r) pdw[c * k + r] = partials[r * C + c];
+        for (int64_t r = 0; r < k; ++r) pdw[c * k + r] = total[r * C + c];
     }
-    if (grad_bias.defined()) std::copy(partials.begin() + k * C, partials.begin() + (k + 1) * C, grad_bias.data<T>());
-    if (grad_gates.defined())
-      std::copy(partials.begin() + (k + 1) * C, partials.begin() + partial_size, grad_gates.data<T>());
+    if (grad_bias.defined()) std::copy(total + k * C, total + (k + 1) * C, grad_bias.data<T>());
+    if (grad_gates.defined()) std::copy(total + (k + 1) * C, total + partial_size, grad_gates.data<T>());
   });
 }
 
