@@ -113,13 +113,12 @@ void layer_norm_rows_backward_cpu(const Tensor& x, const Tensor& weight, const T
     T* pdb = static_cast<T*>(grad_bias.raw_data());
     const int64_t width = weight.numel(), rows = mean.numel();
     const int64_t blocks = (rows + kLayerNormRowsPerBlock - 1) / kLayerNormRowsPerBlock;
-    // [blocks, D] partial sums of dweight, then of dbias.
-    std::vector<T> partial_weight(static_cast<size_t>(blocks * width), T(0));
-    std::vector<T> partial_bias(static_cast<size_t>(blocks * width), T(0));
+    // Per block, the partial sums of dweight, then of dbias.
+    const PartialSums<T> partials(blocks, 2 * width);
 #pragma omp parallel for schedule(dynamic, 8) if (rows * width > HKT_OMP_MIN_WORK)
     for (int64_t block = 0; block < blocks; ++block) {
-      T* block_weight = partial_weight.data() + block * width;
-      T* block_bias = partial_bias.data() + block * width;
+      T* block_weight = partials[block];
+      T* block_bias = block_weight + width;
       const int64_t end = std::min(rows, (block + 1) * kLayerNormRowsPerBlock);
       ValidRows::Cursor cursor(rows_in, block * kLayerNormRowsPerBlock);
       for (int64_t n = block * kLayerNormRowsPerBlock; n < end; ++n) {
@@ -149,8 +148,8 @@ void layer_norm_rows_backward_cpu(const Tensor& x, const Tensor& weight, const T
     for (int64_t d = 0; d < width; ++d) {
       T weight_total = 0, bias_total = 0;
       for (int64_t block = 0; block < blocks; ++block) {
-        weight_total += partial_weight[block * width + d];
-        bias_total += partial_bias[block * width + d];
+        weight_total += partials[block][d];
+        bias_total += partials[block][width + d];
       }
       pdw[d] = weight_total;
       pdb[d] = bias_total;
