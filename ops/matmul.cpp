@@ -203,18 +203,25 @@ void gemm_split_depth(int64_t m, int64_t n, int64_t k, const float* a, int64_t a
     }
     if (!started) std::fill(partial + chunk * m * n, partial + (chunk + 1) * m * n, 0.0f);
   }
-  for (int64_t row = 0; row < m; ++row)
-    for (int64_t col = 0; col < n; ++col) {
-      float total = accumulate ? c[row * n + col] : bias ? bias[col] : 0.0f;
-      for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial[(chunk * m + row) * n + col];
-      c[row * n + col] = total;
-    }
-  if (!row_sums) return;
+  // Each element is its start value plus the chunks' partials in chunk order,
+  // added a whole row of C at a time (vectors; the other thread waits for this
+  // serial pass): element by element, the chunks a stride apart, the sum took
+  // about a fifth of a 64 × 64 × 16384 product on two threads of a Zen 5.
   for (int64_t row = 0; row < m; ++row) {
-    float total = 0.0f;
-    for (int64_t chunk = 0; chunk < chunks; ++chunk) total += sum_partial[chunk * m + row];
-    row_sums[row] = total;
+    float* out = c + row * n;
+    if (!accumulate) {
+      if (bias) std::copy(bias, bias + n, out);
+      else std::fill(out, out + n, 0.0f);
+    }
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const float* part = partial + (chunk * m + row) * n;
+      for (int64_t col = 0; col < n; ++col) out[col] += part[col];
+    }
   }
+  if (!row_sums) return;
+  std::fill(row_sums, row_sums + m, 0.0f);
+  for (int64_t chunk = 0; chunk < chunks; ++chunk)
+    for (int64_t row = 0; row < m; ++row) row_sums[row] += sum_partial[chunk * m + row];
 }
 
 // rows × n values of c, each row set to bias (or to 0 without one): where a
