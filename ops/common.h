@@ -118,9 +118,9 @@ int64_t normalize_axis(const char* op, int64_t axis, const Shape& shape);
 // bytes), from the caching allocator. The backward kernels of the mix, the
 // convolution and LayerNorm sum their parameters' gradients per task and add
 // the slices in task order, so that results do not depend on the thread
-// count. Packed side by side, two threads' slices shared a line, and the
-// threads traded it on every row: the mix's backward ran slower on two
-// threads than on one (docs/PERFORMANCE.md).
+// count. Packed side by side in a std::vector, neighbouring tasks, which
+// run on different threads, could share a line that both write on every
+// row, and each call paid a malloc and its zeroing (docs/PERFORMANCE.md).
 template <class T>
 class PartialSums {
  public:
