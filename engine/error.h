@@ -42,7 +42,7 @@ template <class... Args>
 // the condition fails: pass shapes, tensors and devices themselves, never
 // strings formatted up front. Formatted eagerly (shape_str, Tensor::str), the
 // messages no one read took most of a small op's time: add on 512 floats
-// cost 6.4 µs, and the ops' overhead was a few ms of a training step
+// cost 6.4 µs, and HKT's training step about 2 ms more on two threads
 // (docs/PERFORMANCE.md).
 template <class... Args>
 void check(bool condition, const Args&... parts) {

@@ -105,8 +105,7 @@ void append_message(std::ostream& out, const Tensor& t) {
     out << "undefined";
     return;
   }
-  out << dtype_name(t.dtype());
-  append_message(out, t.shape());
+  out << t.str();
 }
 
 void* Tensor::raw_data() const {

@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the op families: argument checks whose messages name the op and
 // the shapes, dtype visitors for templated CPU kernels, axis helpers.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -125,14 +126,28 @@ template <class T>
 class PartialSums {
  public:
   PartialSums(int64_t tasks, int64_t size)
-      : stride_((size + kLine - 1) / kLine * kLine),
-        storage_(Tensor::zeros({tasks * stride_}, dtype_of<T>())),
+      : tasks_(tasks),
+        size_(size),
+        stride_((size + kLine - 1) / kLine * kLine),
+        storage_(Tensor::zeros({std::max<int64_t>(tasks, 1) * stride_}, dtype_of<T>())),  // no tasks: one zero slice
         data_(storage_.data<T>()) {}
   T* operator[](int64_t task) const { return data_ + task * stride_; }
 
+  // Adds every slice into the first, in task order, and returns it (zeros without tasks: an empty sum).
+  // A whole slice at a time, so the adds are vectors; element by element the
+  // slices lay a stride apart. This pass is serial: the other threads wait.
+  const T* sum() const {
+    T* total = data_;
+    for (int64_t task = 1; task < tasks_; ++task) {
+      const T* slice = (*this)[task];
+      for (int64_t e = 0; e < size_; ++e) total[e] += slice[e];
+    }
+    return total;
+  }
+
  private:
   static constexpr int64_t kLine = 64 / sizeof(T);
-  int64_t stride_;
+  int64_t tasks_, size_, stride_;
   Tensor storage_;
   T* data_;
 };

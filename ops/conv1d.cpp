@@ -111,9 +111,7 @@ void depthwise_conv1d_backward_rows_cpu(const Tensor& x, const Tensor& weight, c
       }
     }
     if (!params) return;
-    T* total = partials[0];
-    for (int64_t b = 1; b < B; ++b)
-      for (int64_t e = 0; e < partial_size; ++e) total[e] += partials[b][e];
+    const T* total = partials.sum();
     if (grad_weight.defined()) {
       T* pdw = static_cast<T*>(grad_weight.raw_data());
       for (int64_t c = 0; c < C; ++c)

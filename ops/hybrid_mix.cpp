@@ -174,9 +174,7 @@ void hybrid_mix_backward_cpu(const Tensor& attended, const Tensor& values, const
         }
       }
     }
-    T* total = partials[0];
-    for (int64_t b = 1; b < B; ++b)
-      for (int64_t e = 0; e < partial_size; ++e) total[e] += partials[b][e];
+    const T* total = partials.sum();
     if (grad_weight.defined()) {
       T* pdw = grad_weight.data<T>();
       for (int64_t c = 0; c < C; ++c)

@@ -144,17 +144,9 @@ void layer_norm_rows_backward_cpu(const Tensor& x, const Tensor& weight, const T
         }
       }
     }
-    // The blocks' partials added in block order, a whole row of them at a time: vector adds, where element by
-    // element the blocks lay a stride apart (the same sums in the same order).
-    std::fill(pdw, pdw + width, T(0));
-    std::fill(pdb, pdb + width, T(0));
-    for (int64_t block = 0; block < blocks; ++block) {
-      const T* part = partials[block];
-      for (int64_t d = 0; d < width; ++d) {
-        pdw[d] += part[d];
-        pdb[d] += part[width + d];
-      }
-    }
+    const T* total = partials.sum();
+    std::copy(total, total + width, pdw);
+    std::copy(total + width, total + 2 * width, pdb);
   });
 }
 
