@@ -15,11 +15,13 @@
 # round's value is itself the best of 10 runs, or the median of the steps;
 # listops: of the steps after the first of a 30-step run).
 # Settings (environment): THREADS (1), BATCH (attention: 8), STEPS (step: 4),
-# EXTRA (step: extra flags, default --down-pointwise). Stop other work first.
+# EXTRA (step: extra flags, default --down-pointwise), WAIT (passive, or default:
+# libgomp's own spin-then-sleep, which hkt-bench step's interleaved ratio uses).
+# Stop other work first.
 set -euo pipefail
 mode="${1:?attention, step or listops}" a="${2:?BUILD_A}" b="${3:?BUILD_B}" rounds="${4:-5}"
 threads="${THREADS:-1}"
-export OMP_WAIT_POLICY=passive
+[ "${WAIT:-passive}" = default ] || export OMP_WAIT_POLICY=passive
 data=$(mktemp -d)
 trap 'rm -rf "$data"' EXIT
 if [ "$mode" = listops ]; then
