@@ -43,6 +43,17 @@ struct Problem {
   // the others waited. Results do not depend on it: no two tasks add to the
   // same values.
   std::vector<int64_t> head_order;
+  // How many consecutive heads of head_order a thread takes at a time: a
+  // whole example's (head_order keeps an example's heads together) when
+  // they are interleaved in memory and the batch still gives every thread 4
+  // examples or more. Interleaved, the heads of one example share every
+  // row's cache lines (at dh = 16 a head per 64-byte line, two to each
+  // 128-byte pair the L2 prefetcher fetches together), so two threads on
+  // heads of one example passed the gradient rows they add to back and
+  // forth: at 2 threads the adds into dQ_l, dK_l and dV took 1.2-1.6× the
+  // cycles they took on one (docs/PERFORMANCE.md, "Sapphire Rapids, sixth
+  // session").
+  int64_t head_group(int threads) const { return heads_interleaved && batch >= 4 * threads ? heads : 1; }
 };
 
 template <class T>

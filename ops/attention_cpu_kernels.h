@@ -571,8 +571,10 @@ void forward(const Problem& p, const ForwardArgs<typename S::T>& args) {
     // With heads enough to keep every thread busy, a thread takes a whole
     // head at a time (a chunk of `tiles` tasks) and packs it once: one query
     // tile at a time, every thread packed nearly every head's key tiles, the
-    // HKT levels' packing twice over on two threads.
-    const int64_t group = heads >= 8 * omp_get_num_threads() ? tiles : 1;
+    // HKT levels' packing twice over on two threads. With examples enough, a
+    // whole example at a time (Problem::head_group).
+    const int threads = omp_get_num_threads();
+    const int64_t group = heads >= 8 * threads ? tiles * p.head_group(threads) : 1;
 #pragma omp for schedule(dynamic, group)
     for (int64_t task = 0; task < tasks; ++task) {
       const int64_t head_index = p.head_order[task / tiles];
@@ -605,6 +607,7 @@ struct GradientTargets {
   T* values;
   int64_t stride;         // row stride of keys[0] and values (the gradient tensors' Problem::row_stride)
   int64_t shared_stride;  // of queries[l] and keys[l ≥ 1]: the tensors' with one key chunk, dh in a chunk's buffer
+  uint32_t write_queries = 0;  // bit l: this key tile's dQ_l GEMMs write their rows instead of adding to them
 };
 
 // Pools the tile's dS onto level l's coarse tile, from level l − 1's sums
@@ -791,7 +794,7 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
   // dq_l gathers (P_l k_l) / √dh without λ_l: finish_query_gradient reads
   // dλ_l from it and applies λ_l once per head (MHA: λ = 1, applied here).
   gemm<S>(rows, dh, kc, {w.grads.data, np, 1}, w.k.data[0] + j0 * rs, rs, g.queries[0] + i0 * gs, gs,
-          multiscale ? scale : fine_alpha, true);
+          multiscale ? scale : fine_alpha, !(g.write_queries & 1u));
   if (!multiscale) return;
   const T* finer = w.grads.data;  // U_{l−1}; dS for l = 1
   for (int64_t l = 1; l < p.levels; ++l) {
@@ -802,7 +805,7 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
     if (l > 1 || !pool_here) pool_level(w, l, i0, rows, finer, sums);
     const T* grad = level_gradient(w, l, sums);
     gemm<S>(rows_l.rows, dh, t.cols, {grad, np, 1}, w.k.data[l] + t.col0 * rs, rs, g.queries[l] + rows_l.row0 * gs,
-            gs, scale, true);
+            gs, scale, !(g.write_queries & (1u << l)));
     gemm_few_rows<S>(dh, t.padded, rows_l.rows, {w.q.data[l] + rows_l.row0 * rs, 1, rs}, grad, np,
                      w.grad_keys_t.data + l * dh * np, np, scale * w.weight.data[l]);
     finer = sums;
@@ -843,7 +846,8 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
     Workspace<S> w(p, true);
     w.query_maps = maps.maps.data;
     Buffer<T*> query_targets(levels), key_targets(levels);
-#pragma omp for schedule(dynamic)
+    const int64_t group = chunks * p.head_group(omp_get_num_threads());  // tasks of one example's heads
+#pragma omp for schedule(dynamic, group)
     for (int64_t rank = 0; rank < tasks; ++rank) {
       const int64_t head_index = p.head_order[rank / chunks], chunk = rank % chunks, task = head_index * chunks + chunk;
       w.bind_head(args.forward, head_index);
@@ -851,8 +855,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
       for (int64_t l = 0; l < levels; ++l) {
         const int64_t rows = p.level_rows[l], head_offset = p.head_offset(head_index, rows);
         if (chunks == 1) {
-          query_targets.data[l] = args.grad_queries[l] + head_offset;
-          zero_rows<S>(query_targets.data[l], 0, rows, dh, rs);
+          query_targets.data[l] = args.grad_queries[l] + head_offset;  // zeroed below where no tile writes
         } else {
           query_targets.data[l] = shared;
           shared += rows * dh;
@@ -861,14 +864,13 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
           key_targets.data[0] = args.grad_keys[0] + head_offset;
         } else if (chunks == 1) {
           key_targets.data[l] = args.grad_keys[l] + head_offset;
-          zero_rows<S>(key_targets.data[l], 0, rows, dh, rs);
         } else {
           key_targets.data[l] = shared;
           shared += rows * dh;
         }
       }
       const int64_t head_offset = p.head_offset(head_index, p.length);
-      const GradientTargets<T> targets{query_targets.data, key_targets.data, args.grad_values + head_offset, rs,
+      GradientTargets<T> targets{query_targets.data, key_targets.data, args.grad_values + head_offset, rs,
                                        chunks == 1 ? rs : dh};
       const T* out = args.forward.out + head_offset;
       const T* grad_out = args.grad_out + head_offset;
@@ -892,6 +894,30 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
       // tile of an even row count from an even row keeps level 1's pooling in
       // the dP GEMM's store (SoftmaxGradient) instead of pool_level's pass.
       row_end = std::min(p.length, round_up(row_end, 8));
+      // With one key chunk the gradients go straight to the tensors, and the
+      // first key tile (tile 0: every query tile visits it, causal or not)
+      // writes its dQ_l rows where the query tiles own disjoint coarse rows
+      // (level 0, and bidirectionally levels whose block divides the tile);
+      // the key tiles always own disjoint coarse columns when the block
+      // divides the tile, so dK_l is written, not added. Only the rows no
+      // tile writes are zeroed: a zeroing pass over every level's rows, each
+      // a line of its own in the interleaved layout, was 1.5 % of HKT's
+      // backward (docs/PERFORMANCE.md, "Sapphire Rapids, sixth session").
+      uint32_t written = 0;
+      if (chunks == 1)
+        for (int64_t l = 0; l < levels; ++l) {
+          const int64_t block = p.level_block[l], rows = p.level_rows[l];
+          const bool own_rows = l == 0 || (!p.causal && p.tile % block == 0);
+          int64_t first_unwritten = 0;
+          if (own_rows && row_end > 0 && w.valid > 0) {
+            written |= 1u << l;
+            first_unwritten = std::min(rows, (row_end - 1) / block + 1);
+          }
+          zero_rows<S>(query_targets.data[l], first_unwritten, rows, dh, rs);
+          if (l == 0) continue;
+          const int64_t keys_written = p.tile % block == 0 ? std::min(rows, (w.valid + block - 1) / block) : 0;
+          zero_rows<S>(key_targets.data[l], keys_written, rows, dh, rs);
+        }
       // Interleaved key tiles: causally the early tiles carry the most work.
       for (int64_t tile = chunk; tile < key_tiles; tile += chunks) {
         const int64_t j0 = tile * p.tile, j_end = std::min(p.length, j0 + p.tile);
@@ -900,6 +926,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         zero_rows<S>(targets.keys[0], j1, j_end, dh, rs);
         if (!args.accumulate_values) zero_rows<S>(targets.values, j1, j_end, dh, rs);
         if (j1 == j0) continue;
+        targets.write_queries = tile == 0 ? written : 0;
         load_keys<S>(p, w.k.data, w.np, j0, j1, w.keys);
         pack_transposed<S>(w.v + j0 * rs, j1 - j0, dh, rs, w.np, w.values_t.data);
         std::fill(w.grad_values_t.data, w.grad_values_t.data + dh * w.np, T(0));
@@ -911,10 +938,14 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         else
           unpack_transposed<S>(w.grad_values_t.data, j1 - j0, dh, w.np, rs, targets.values + j0 * rs);
         unpack_transposed<S>(w.grad_keys_t.data, j1 - j0, dh, w.np, rs, targets.keys[0] + j0 * rs);
-        for (int64_t l = 1; multiscale && l < levels; ++l) {  // coarse columns may be shared with the next key tile: +=
+        for (int64_t l = 1; multiscale && l < levels; ++l) {
           const KeyGeometry& t = w.keys.geometry[l];
-          unpack_transposed<S, true>(w.grad_keys_t.data + l * dh * w.np, t.cols, dh, w.np, targets.shared_stride,
-                                     targets.keys[l] + t.col0 * targets.shared_stride);
+          T* keys_l = targets.keys[l] + t.col0 * targets.shared_stride;
+          if (chunks == 1 && p.tile % p.level_block[l] == 0)  // this tile's coarse columns are its own
+            unpack_transposed<S>(w.grad_keys_t.data + l * dh * w.np, t.cols, dh, w.np, targets.shared_stride, keys_l);
+          else  // shared with the next key tile (or a chunk's buffer): +=
+            unpack_transposed<S, true>(w.grad_keys_t.data + l * dh * w.np, t.cols, dh, w.np, targets.shared_stride,
+                                       keys_l);
         }
       }
       if (multiscale && chunks == 1) finish_head(head_index, level_grads.data + head_index * levels);

@@ -368,6 +368,39 @@ TEST_CASE("fused attention in float32 on every CPU path equals the float64 compo
   }
 }
 
+// Batch 4 × 2 heads: one key chunk per head, so the backward writes the
+// gradients in place and its first key tile writes dQ_l rather than adding
+// to zeros, and dK_l too where the level's block divides the tile (tile 8
+// with stride 3 has blocks 3 and 9 that do not). dO ends early in two
+// examples, so rows past the last tile's are zeroed, not written.
+TEST_CASE("fused attention gradients with one key chunk per head equal the float64 reference, blocks dividing the tile or not") {
+  for (const auto* path : paths_under_test()) {
+    PathScope scope(path->name);
+    for (int64_t tile : {8, 64, 128}) {
+      TileScope tiles(tile);
+      for (int64_t levels : {2, 3})
+        for (int64_t stride : {2, 3})
+          for (bool causal : {false, true}) {
+            const int64_t length = 130, head_dim = 16;
+            const Tensor lengths = lengths_tensor({length, 121, 1, 64});
+            const std::vector<Tensor> inputs = random_inputs(4, length, levels, stride, head_dim, false);
+            const Tensor weights = mul(random_tensor({4, 2, length, head_dim}, 99),
+                                       valid_rows({length, 97, 1, 33}, length, DType::Float64));
+            const auto expected = run(op(false, true, levels, stride, causal, lengths), inputs, weights);
+            const auto actual = run(op(false, false, levels, stride, causal, lengths),
+                                    cast_all(inputs, DType::Float32), weights.to(DType::Float32));
+            for (size_t which = 0; which < actual.size(); ++which) {
+              const std::string what = std::string(path->name) + " HKT L=" + std::to_string(levels) + " stride " +
+                                       std::to_string(stride) + " tile " + std::to_string(tile) +
+                                       (causal ? " causal" : " bidirectional") + ": " +
+                                       (which == 0 ? "output" : "gradient of input " + std::to_string(which - 1));
+              hkt::testing::check_close(what, actual[which], expected[which], 1e-4);
+            }
+          }
+    }
+  }
+}
+
 // The backward stops each head's query tiles after its last row with a
 // nonzero dO (the models' padded positions): that must not change a gradient,
 // whatever row a head's last nonzero dO falls on — mid-tile, odd, a head of
@@ -506,34 +539,42 @@ TEST_CASE("fused attention on [B, T, H, dh] inputs equals the [B, H, T, dh] resu
 }
 
 // Batch 8 × 2 heads: 16 heads, so on 1 and 2 threads the forward deals out
-// whole heads, on 4 threads single query tiles (forward<S>'s group).
+// whole heads, on 4 threads single query tiles (forward<S>'s group); with
+// the heads interleaved ([B, T, H, dh]) on 2 threads whole examples
+// (Problem::head_group), in the backward too.
 TEST_CASE("fused attention on every CPU path is bitwise the same for 1, 2 and 4 threads, batch × heads from 2 to 16") {
   const std::vector<int64_t> all_lengths = {200, 150, 1, 200, 77, 3, 129, 128};
   for (const auto* path : paths_under_test()) {
     PathScope scope(path->name);
     for (int64_t batch : {1, 3, 8})
       for (bool mha : {true, false})
-        for (bool causal : {false, true}) {
-          const int64_t levels = mha ? 1 : 3, length = 200;
-          const Tensor lengths =
-              lengths_tensor(std::vector<int64_t>(all_lengths.begin(), all_lengths.begin() + batch));
-          const auto inputs = cast_all(random_inputs(batch, length, levels, 2, 16, mha), DType::Float32);
-          const Tensor weights = random_tensor({batch, 2, length, 16}, 5, DType::Float32);
-          std::vector<Tensor> one;
-          {
-            ThreadScope threads(1);
-            one = run(op(mha, false, levels, 2, causal, lengths), inputs, weights);
-          }
-          for (int threads_used : {2, 4}) {
-            ThreadScope threads(threads_used);
-            const std::vector<Tensor> many = run(op(mha, false, levels, 2, causal, lengths), inputs, weights);
-            for (size_t which = 0; which < one.size(); ++which) {
-              INFO(path->name << (mha ? " MHA" : " HKT") << " batch " << batch << (causal ? " causal" : "") << ", "
-                              << threads_used << " threads, #" << which);
-              CHECK(one[which].to_vector<float>() == many[which].to_vector<float>());
+        for (bool causal : {false, true})
+          for (HeadLayout layout : {HeadLayout::BHTD, HeadLayout::BTHD}) {
+            const int64_t levels = mha ? 1 : 3, length = 200;
+            const Tensor lengths =
+                lengths_tensor(std::vector<int64_t>(all_lengths.begin(), all_lengths.begin() + batch));
+            std::vector<Tensor> inputs = cast_all(random_inputs(batch, length, levels, 2, 16, mha), DType::Float32);
+            Tensor weights = random_tensor({batch, 2, length, 16}, 5, DType::Float32);
+            if (layout == HeadLayout::BTHD) {
+              for (Tensor& t : inputs) t = swap_heads(t);
+              weights = swap_heads(weights);
+            }
+            std::vector<Tensor> one;
+            {
+              ThreadScope threads(1);
+              one = run(op(mha, false, levels, 2, causal, lengths, layout), inputs, weights);
+            }
+            for (int threads_used : {2, 4}) {
+              ThreadScope threads(threads_used);
+              const std::vector<Tensor> many = run(op(mha, false, levels, 2, causal, lengths, layout), inputs, weights);
+              for (size_t which = 0; which < one.size(); ++which) {
+                INFO(path->name << (mha ? " MHA" : " HKT") << " batch " << batch << (causal ? " causal" : "")
+                                << (layout == HeadLayout::BTHD ? " BTHD" : " BHTD") << ", " << threads_used
+                                << " threads, #" << which);
+                CHECK(one[which].to_vector<float>() == many[which].to_vector<float>());
+              }
             }
           }
-        }
   }
 }
 
