@@ -29,6 +29,11 @@
 // dQ_l, dK_l for l ≥ 1) go to a buffer per chunk, summed in chunk order
 // afterwards. The chunk count depends on the problem only, never on the
 // thread count, so results are bitwise the same for any number of threads.
+// With one chunk (8 (batch, head) pairs or more) the gradients go straight to
+// their tensors, and the first key tile writes dQ_l where it is added to
+// later (dK_l too where key tiles own disjoint coarse columns): only the
+// rows that no tile writes are zeroed. A thread takes a whole example's
+// heads at a time when they are interleaved in memory (Problem::head_group).
 // A head's query tiles stop at its last row whose dO is not zero: a row with
 // dO = 0 has dP = 0 and D = 0, so dS = P ⊙ (dP − D) = 0 and it adds exactly
 // nothing to any gradient (for finite q, k, v). In the models these are the
