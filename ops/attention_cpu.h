@@ -47,11 +47,11 @@ struct Problem {
   // whole example's (head_order keeps an example's heads together) when
   // they are interleaved in memory and the batch still gives every thread 4
   // examples or more. Interleaved, the heads of one example share every
-  // row's cache lines (at dh = 16 a head per 64-byte line, two to each
-  // 128-byte pair the L2 prefetcher fetches together), so two threads on
+  // row (at dh = 16 a head per 64-byte line, two heads to each 128-byte
+  // pair of lines the L2 prefetcher fetches together), so two threads on
   // heads of one example passed the gradient rows they add to back and
   // forth: at 2 threads the adds into dQ_l, dK_l and dV took 1.2-1.6× the
-  // cycles they took on one (docs/PERFORMANCE.md, "Sapphire Rapids, sixth
+  // cycles they took on one (docs/PERFORMANCE.md, "Emerald Rapids, sixth
   // session").
   int64_t head_group(int threads) const { return heads_interleaved && batch >= 4 * threads ? heads : 1; }
 };

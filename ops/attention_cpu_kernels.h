@@ -906,8 +906,9 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
       // the key tiles always own disjoint coarse columns when the block
       // divides the tile, so dK_l is written, not added. Only the rows no
       // tile writes are zeroed: a zeroing pass over every level's rows, each
-      // a line of its own in the interleaved layout, was 1.5 % of HKT's
-      // backward (docs/PERFORMANCE.md, "Sapphire Rapids, sixth session").
+      // a line of its own in the interleaved layout, was 3.7 % of HKT's
+      // backward on one thread, 1.7 % of MHA's (docs/PERFORMANCE.md,
+      // "Emerald Rapids, sixth session").
       uint32_t written = 0;
       if (chunks == 1)
         for (int64_t l = 0; l < levels; ++l) {
