@@ -876,7 +876,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
       }
       const int64_t head_offset = p.head_offset(head_index, p.length);
       GradientTargets<T> targets{query_targets.data, key_targets.data, args.grad_values + head_offset, rs,
-                                       chunks == 1 ? rs : dh};
+                                 chunks == 1 ? rs : dh};
       const T* out = args.forward.out + head_offset;
       const T* grad_out = args.grad_out + head_offset;
       // D = rowsum(dO ⊙ O), and the rows the tiles visit: up to the last
@@ -909,20 +909,24 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
       // a line of its own in the interleaved layout, was 3.7 % of HKT's
       // backward on one thread, 1.7 % of MHA's (docs/PERFORMANCE.md,
       // "Emerald Rapids, sixth session").
-      uint32_t written = 0;
+      uint32_t queries_written = 0, keys_written = 0;  // bit l: level l's dQ_l (dK_l) written by the tiles
       if (chunks == 1)
         for (int64_t l = 0; l < levels; ++l) {
           const int64_t block = p.level_block[l], rows = p.level_rows[l];
           const bool own_rows = l == 0 || (!p.causal && p.tile % block == 0);
           int64_t first_unwritten = 0;
           if (own_rows && row_end > 0 && w.valid > 0) {
-            written |= 1u << l;
+            queries_written |= 1u << l;
             first_unwritten = std::min(rows, (row_end - 1) / block + 1);
           }
           zero_rows<S>(query_targets.data[l], first_unwritten, rows, dh, rs);
           if (l == 0) continue;
-          const int64_t keys_written = p.tile % block == 0 ? std::min(rows, (w.valid + block - 1) / block) : 0;
-          zero_rows<S>(key_targets.data[l], keys_written, rows, dh, rs);
+          int64_t first_unwritten_key = 0;
+          if (p.tile % block == 0) {
+            keys_written |= 1u << l;
+            first_unwritten_key = std::min(rows, (w.valid + block - 1) / block);
+          }
+          zero_rows<S>(key_targets.data[l], first_unwritten_key, rows, dh, rs);
         }
       // Interleaved key tiles: causally the early tiles carry the most work.
       for (int64_t tile = chunk; tile < key_tiles; tile += chunks) {
@@ -932,7 +936,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         zero_rows<S>(targets.keys[0], j1, j_end, dh, rs);
         if (!args.accumulate_values) zero_rows<S>(targets.values, j1, j_end, dh, rs);
         if (j1 == j0) continue;
-        targets.write_queries = tile == 0 ? written : 0;
+        targets.write_queries = tile == 0 ? queries_written : 0;
         load_keys<S>(p, w.k.data, w.np, j0, j1, w.keys);
         pack_transposed<S>(w.v + j0 * rs, j1 - j0, dh, rs, w.np, w.values_t.data);
         std::fill(w.grad_values_t.data, w.grad_values_t.data + dh * w.np, T(0));
@@ -947,7 +951,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         for (int64_t l = 1; multiscale && l < levels; ++l) {
           const KeyGeometry& t = w.keys.geometry[l];
           T* keys_l = targets.keys[l] + t.col0 * targets.shared_stride;
-          if (chunks == 1 && p.tile % p.level_block[l] == 0)  // this tile's coarse columns are its own
+          if (keys_written & (1u << l))  // this tile's coarse columns are its own
             unpack_transposed<S>(w.grad_keys_t.data + l * dh * w.np, t.cols, dh, w.np, targets.shared_stride, keys_l);
           else  // shared with the next key tile (or a chunk's buffer): +=
             unpack_transposed<S, true>(w.grad_keys_t.data + l * dh * w.np, t.cols, dh, w.np, targets.shared_stride,
