@@ -18,6 +18,7 @@
 #include "ops/copy.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
+#include "ops/hybrid_attention.h"
 #include "ops/hybrid_mix.h"
 #include "ops/index.h"
 #include "ops/lerp.h"

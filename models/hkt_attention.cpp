@@ -5,7 +5,7 @@
 
 #include "ops/attention_reference.h"
 #include "ops/elementwise.h"
-#include "ops/hybrid_mix.h"
+#include "ops/hybrid_attention.h"
 #include "ops/lerp.h"
 #include "ops/multiscale_attention.h"
 #include "ops/shape.h"
@@ -125,16 +125,19 @@ Tensor HKTAttention::forward(const Tensor& x, const SequenceMask& mask) const {
     queries.push_back(to_heads(levels[l]->q->forward(inputs[l])));
     keys.push_back(to_heads(levels[l]->k->forward(inputs[l])));
   }
-  Tensor attended =
-      mask.fused ? unview_heads(multiscale_attention(queries, keys, to_heads(values), level_logits, mask.lengths_tensor,
-                                                     config_.stride, mask.causal, HeadLayout::BTHD, PaddedRows::Zero))
-                 : merge_heads(multiscale_attention_reference(queries, keys, to_heads(values), level_logits,
-                                                              mask.lengths_tensor, config_.stride, mask.causal));
-  Tensor gates = channel_gates(gate_logit, config_.head_dim());
-  // β ⊙ attended + (1 − β) ⊙ conv(values): one op with the fused attention (ops/hybrid_mix.h), composed otherwise.
-  // The fused path leaves the padded rows 0, as MHA's attention does, so the o projection skips them.
-  Tensor mixed = mask.fused ? hybrid_mix(attended, values, conv->weight, conv->bias, gates, mask.lengths_tensor)
-                            : lerp(conv->forward(values), attended, gates);
+  // β ⊙ attended + (1 − β) ⊙ conv(values): with the fused attention one op that mixes each head's rows while
+  // they are in cache (ops/hybrid_attention.h), leaving the padded rows 0 as MHA's attention does, so that the o
+  // projection skips them; composed otherwise.
+  Tensor mixed;
+  if (mask.fused) {
+    mixed = unview_heads(hybrid_multiscale_attention(queries, keys, to_heads(values), level_logits,
+                                                     mask.lengths_tensor, config_.stride, mask.causal, conv->weight,
+                                                     conv->bias, sigmoid(gate_logit), PaddedRows::Zero));
+  } else {
+    Tensor attended = merge_heads(multiscale_attention_reference(queries, keys, to_heads(values), level_logits,
+                                                                 mask.lengths_tensor, config_.stride, mask.causal));
+    mixed = lerp(conv->forward(values), attended, channel_gates(gate_logit, config_.head_dim()));
+  }
   return o->forward(mixed);
 }
 

@@ -56,6 +56,22 @@ struct Problem {
   int64_t head_group(int threads) const { return heads_interleaved && batch >= 4 * threads ? heads : 1; }
 };
 
+// HKT's hybrid head folded into the kernels (ops/hybrid_attention.h): the
+// mix Y = β_h ⊙ out + (1 − β_h) ⊙ c, c the causal depthwise convolution of
+// the values over time, c[t] = bias + Σ_r taps[r] ⊙ v[t − k + 1 + r] on the
+// channels h · dh + d. The backward's grad_out is then dY, not dO.
+template <class T>
+struct HybridMix {
+  const T* gates = nullptr;  // β [H]; null: no mix
+  const T* taps = nullptr;   // the convolution's weight by tap, [k, H · dh]
+  const T* bias = nullptr;   // [H · dh] or null
+  int64_t taps_count = 0;    // k
+  T* mixed = nullptr;        // forward: Y, laid out as out
+  // Backward: per (batch, head) [k + 2, dh], written: dW by tap, dbias, dβ
+  // per channel (summed over the batch by the caller, in batch order).
+  T* partials = nullptr;
+};
+
 template <class T>
 struct ForwardArgs {
   std::vector<const T*> queries, keys;  // per level [B, H, T_l, dh]; MHA: one level
@@ -66,6 +82,7 @@ struct ForwardArgs {
   // = lse · log2 e. The CPU kernels' softmax runs on exp2 (one reduction step
   // fewer than exp); the CUDA kernels store it in base 2 too (ops/attention.h).
   T* log2_sum_exp = nullptr;
+  HybridMix<T> mix;  // HKT's hybrid head, or none (gates null)
 };
 
 template <class T>

@@ -529,6 +529,104 @@ void zero_rows(typename S::T* base, int64_t first, int64_t last, int64_t dh, int
     for (int64_t r = first; r < last; ++r) S::store(base + r * stride + d, S::zero());
 }
 
+// ---- the hybrid head's mix (HybridMix) -----------------------------------------
+
+// One head's part of HybridMix: its channels h · dh + d of the taps and bias, its β.
+template <class S>
+struct HeadMix {
+  using T = typename S::T;
+  using V = typename S::V;
+  const T* taps;  // tap r at taps + r · channels
+  const T* bias;
+  int64_t k, channels;
+  T beta;
+  HeadMix(const HybridMix<T>& mix, const Problem& p, int64_t head_index)
+      : taps(mix.taps + (head_index % p.heads) * p.head_dim),
+        bias(mix.bias ? mix.bias + (head_index % p.heads) * p.head_dim : nullptr),
+        k(mix.taps_count),
+        channels(p.heads * p.head_dim),
+        beta(mix.gates[head_index % p.heads]) {}
+  // c[t] for the vector of channels at d: the bias, then the taps whose row
+  // is ≥ 0, r ascending (hybrid_mix's order). v: the head's rows, stride rs.
+  V conv(const T* v, int64_t rs, int64_t t, int64_t d) const {
+    V sum = bias ? S::load(bias + d) : S::zero();
+    for (int64_t r = std::max<int64_t>(0, k - 1 - t); r < k; ++r)
+      sum = S::fmadd(S::load(taps + r * channels + d), S::load(v + (t - k + 1 + r) * rs + d), sum);
+    return sum;
+  }
+};
+
+// Y = c + β (out − c) for rows [i0, i1) of a head, just after the attention
+// stored them (in cache), and Y = 0 for the padded rows [i1, i_end).
+template <class S>
+void mix_rows(const Problem& p, const ForwardArgs<typename S::T>& args, int64_t head_index, int64_t i0, int64_t i1,
+              int64_t i_end) {
+  using T = typename S::T;
+  const HeadMix<S> m(args.mix, p, head_index);
+  const int64_t offset = p.head_offset(head_index, p.length), rs = p.row_stride();
+  const T *v = args.values + offset, *a = args.out + offset;
+  T* y = args.mix.mixed + offset;
+  const auto beta = S::set1(m.beta);
+  for (int64_t i = i0; i < i1; ++i)
+    for (int64_t d = 0; d < p.head_dim; d += S::W) {
+      const auto c = m.conv(v, rs, i, d);
+      S::store(y + i * rs + d, S::fmadd(beta, S::sub(S::load(a + i * rs + d), c), c));
+    }
+  zero_rows<S>(y, i1, i_end, p.head_dim, rs);
+}
+
+// The dW accumulators one pass over a head's rows keeps in registers.
+constexpr int kMixTaps = 8;
+
+// The mix's gradients of one head, once its dV rows hold the attention's
+// (the backward read dY as dO = β dY): per row t (the valid ones with
+// zero_padded_rows), c recomputed, dβ += dY ⊙ (out − c), dc = (1 − β) dY,
+// dbias += dc, dW[r] += dc ⊙ v[t − k + 1 + r], into the head's partial
+// [k + 2, dh]; and dV[s] += Σ_r taps[r] ⊙ dc[s + k − 1 − r], gathered per row
+// s so that each row is added to once. Every sum runs over t ascending.
+template <class S>
+void mix_head_backward(const Problem& p, const BackwardArgs<typename S::T>& args, int64_t head_index) {
+  using T = typename S::T;
+  using V = typename S::V;
+  const HybridMix<T>& mix = args.forward.mix;
+  const HeadMix<S> m(mix, p, head_index);
+  const int64_t offset = p.head_offset(head_index, p.length), rs = p.row_stride(), dh = p.head_dim, k = m.k;
+  const int64_t rows = p.zero_padded_rows ? p.lengths[head_index / p.heads] : p.length;
+  const T *grad_out = args.grad_out + offset, *a = args.forward.out + offset, *v = args.forward.values + offset;
+  T* dv = args.grad_values + offset;
+  T* partial = mix.partials + head_index * (k + 2) * dh;
+  const V rest = S::set1(T(1) - m.beta);
+  for (int64_t d = 0; d < dh; d += S::W) {
+    for (int64_t r0 = 0; r0 < k; r0 += kMixTaps) {
+      const int64_t count = std::min<int64_t>(kMixTaps, k - r0);
+      V dw[kMixTaps], dbias = S::zero(), dbeta = S::zero();
+      for (auto& sum : dw) sum = S::zero();
+      for (int64_t t = 0; t < rows; ++t) {
+        const V grad = S::load(grad_out + t * rs + d), dc = S::mul(rest, grad);
+        if (r0 == 0) {
+          dbeta = S::fmadd(grad, S::sub(S::load(a + t * rs + d), m.conv(v, rs, t, d)), dbeta);
+          dbias = S::add(dbias, dc);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < kMixTaps; ++r) {
+          const int64_t source = t - k + 1 + r0 + r;
+          if (r < count && source >= 0) dw[r] = S::fmadd(dc, S::load(v + source * rs + d), dw[r]);
+        }
+      }
+      for (int64_t r = 0; r < count; ++r) S::store(partial + (r0 + r) * dh + d, dw[r]);
+      if (r0 > 0) continue;
+      S::store(partial + k * dh + d, dbias);
+      S::store(partial + (k + 1) * dh + d, dbeta);
+    }
+    for (int64_t s = 0; s < rows; ++s) {
+      V sum = S::zero();
+      for (int64_t r = std::max<int64_t>(0, s + k - rows); r < k; ++r)
+        sum = S::fmadd(S::load(m.taps + r * m.channels + d), S::load(grad_out + (s + k - 1 - r) * rs + d), sum);
+      S::store(dv + s * rs + d, S::fmadd(rest, sum, S::load(dv + s * rs + d)));
+    }
+  }
+}
+
 // Query rows [i0, i1) of one head, i1 − i0 ≤ tile.
 template <class S>
 void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, const KeyTileStore<typename S::T>& keys,
@@ -594,6 +692,7 @@ void forward(const Problem& p, const ForwardArgs<typename S::T>& args) {
       // their log2_sum_exp +inf: the backward's P = 2^(S − lse) is 0 there.
       const int64_t i1 = p.zero_padded_rows ? std::clamp(w.valid, i0, i_end) : i_end;
       if (i1 > i0) forward_task(w, args, keys, head_index, i0, i1);
+      if (args.mix.gates) mix_rows<S>(p, args, head_index, i0, i1, i_end);
       if (i1 == i_end) continue;
       zero_rows<S>(args.out + p.head_offset(head_index, p.length), i1, i_end, p.head_dim, p.row_stride());
       std::fill(args.log2_sum_exp + head_index * p.length + i1, args.log2_sum_exp + head_index * p.length + i_end,
@@ -613,6 +712,7 @@ struct GradientTargets {
   int64_t stride;         // row stride of keys[0] and values (the gradient tensors' Problem::row_stride)
   int64_t shared_stride;  // of queries[l] and keys[l ≥ 1]: the tensors' with one key chunk, dh in a chunk's buffer
   uint32_t write_queries = 0;  // bit l: this key tile's dQ_l GEMMs write their rows instead of adding to them
+  T grad_out_scale = T(1);     // β_h with HybridMix: grad_out is dY and dO = β_h dY
 };
 
 // Pools the tile's dS onto level l's coarse tile, from level l − 1's sums
@@ -786,13 +886,14 @@ void backward_tile(Workspace<S>& w, const BackwardArgs<typename S::T>& args, con
                          w.query_rows.data[1].rows * 2 == rows && i0 % 2 == 0 && j0 % 2 == 0;
   T* level1_sums = w.level_sums.data + (p.tile + 1) * np;  // pool_level's slot for l = 1
   const SoftmaxGradient<T> softmax_gradient{w.scores.data, np, w.delta.data + i0, pool_here ? level1_sums : nullptr};
-  gemm<S>(rows, padded, dh, {grad_out + i0 * rs, rs, 1}, w.values_t.data, np, w.grads.data, np, T(1), false,
-          softmax_gradient);
+  gemm<S>(rows, padded, dh, {grad_out + i0 * rs, rs, 1}, w.values_t.data, np, w.grads.data, np, g.grad_out_scale,
+          false, softmax_gradient);
   // dV and dK₀ of the key tile, transposed (dVᵀ += dOᵀ·P, dK₀ᵀ += Q₀ᵀ·dS):
   // the products are dh × padded, as wide as the tile, so every broadcast of
   // A feeds NB vectors of FMAs; dV = Pᵀ·dO would be one vector wide (dh = 16)
   // and load-bound, a broadcast per FMA. unpack_transposed writes them after the key tile.
-  gemm_few_rows<S>(dh, padded, rows, {grad_out + i0 * rs, 1, rs}, w.scores.data, np, w.grad_values_t.data, np, T(1));
+  gemm_few_rows<S>(dh, padded, rows, {grad_out + i0 * rs, 1, rs}, w.scores.data, np, w.grad_values_t.data, np,
+                   g.grad_out_scale);
   const T fine_alpha = scale * w.weight.data[0];
   gemm_few_rows<S>(dh, padded, rows, {w.q.data[0] + i0 * rs, 1, rs}, w.grads.data, np, w.grad_keys_t.data, np,
                    fine_alpha);
@@ -836,7 +937,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
   Buffer<T> partial(chunks > 1 ? tasks * shared_rows * dh : 0);
   Buffer<double> level_grads(heads * levels);  // dλ per (batch, head), set by finish_head
   const QueryMaps maps(p);
-  const bool multiscale = args.forward.level_weights != nullptr;
+  const bool multiscale = args.forward.level_weights != nullptr, mixed = args.forward.mix.gates != nullptr;
   // Once a head's dq_l are complete: its dλ_l (into level_grad) and λ_l.
   auto finish_head = [&](int64_t head_index, double* level_grad) {
     for (int64_t l = 0; l < levels; ++l) {
@@ -877,6 +978,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
       const int64_t head_offset = p.head_offset(head_index, p.length);
       GradientTargets<T> targets{query_targets.data, key_targets.data, args.grad_values + head_offset, rs,
                                  chunks == 1 ? rs : dh};
+      if (mixed) targets.grad_out_scale = args.forward.mix.gates[head_index % p.heads];
       const T* out = args.forward.out + head_offset;
       const T* grad_out = args.grad_out + head_offset;
       // D = rowsum(dO ⊙ O), and the rows the tiles visit: up to the last
@@ -890,7 +992,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
           nonzero = nonzero || S::any_nonzero(grad);
           total = S::fmadd(grad, S::load(out + i * rs + d), total);
         }
-        w.delta.data[i] = S::reduce_add(total);
+        w.delta.data[i] = targets.grad_out_scale * S::reduce_add(total);
         if (nonzero) row_end = i + 1;
       }
       // Rows zeroed by the forward (zero_padded_rows) add nothing either: P = 0 there.
@@ -959,6 +1061,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
         }
       }
       if (multiscale && chunks == 1) finish_head(head_index, level_grads.data + head_index * levels);
+      if (mixed && chunks == 1) mix_head_backward<S>(p, args, head_index);
     }
   }
   if (chunks > 1) {
@@ -978,6 +1081,7 @@ void backward(const Problem& p, const BackwardArgs<typename S::T>& args) {
           offset += rows * dh;
         }
       if (multiscale) finish_head(head_index, level_grads.data + head_index * levels);
+      if (mixed) mix_head_backward<S>(p, args, head_index);
     }
   }
   if (args.grad_level_weights)

@@ -1,12 +1,14 @@
 #pragma once
 // Internal to the fused attention ops (ops/attention.cpp,
-// ops/multiscale_attention.cpp): argument helpers shared by the ops and their
+// ops/multiscale_attention.cpp, ops/hybrid_attention.cpp): argument helpers shared by the ops and their
 // references. The CPU kernels are ops/attention_cpu_kernels.h.
 #include <cstdint>
+#include <vector>
 
 #include "engine/tensor.h"
 #include "ops/attention.h"
 #include "ops/attention_cpu.h"
+#include "ops/multiscale_attention.h"
 
 namespace hkt::attention_tiles {
 
@@ -42,5 +44,27 @@ Tensor swap_heads_and_time(const Tensor& t);
 // PaddedRows::Zero on devices whose kernels compute every row.
 // out: [B, H, T, dh] ([B, T, H, dh] with BTHD); lengths checked.
 Tensor zero_padded_rows(const Tensor& out, const Tensor& lengths, HeadLayout layout);
+
+// multiscale_attention's argument checks; messages name `op`.
+void check_multiscale_args(const char* op, const std::vector<Tensor>& q_levels, const std::vector<Tensor>& k_levels,
+                           const Tensor& v, const Tensor& level_logits, int64_t stride, HeadLayout layout);
+
+// HKT's hybrid head for the multi-scale CPU kernels (attention_cpu::HybridMix;
+// ops/hybrid_attention.cpp): weight [C, k], bias [C] or undefined, gates β [H];
+// mixed: the forward's output Y; partials: the backward's [B · H, k + 2, dh].
+struct MixTensors {
+  Tensor weight, bias, gates, mixed, partials;
+};
+
+// The multi-scale CPU kernels ("multiscale_attention", its backward) with a
+// mix folded in, or none (mix null); lengths: the checked int64 lengths.
+void multiscale_forward_cpu(const std::vector<Tensor>& queries, const std::vector<Tensor>& keys, const Tensor& v,
+                            const Tensor& level_weights, const Tensor& lengths, const MultiscaleAttentionDims& dims,
+                            Tensor& out, Tensor& log_sum_exp, const MixTensors* mix);
+void multiscale_backward_cpu(const std::vector<Tensor>& queries, const std::vector<Tensor>& keys, const Tensor& v,
+                             const Tensor& level_weights, const Tensor& lengths, const Tensor& out,
+                             const Tensor& log_sum_exp, const Tensor& grad_out, const MultiscaleAttentionDims& dims,
+                             std::vector<Tensor>& grad_queries, std::vector<Tensor>& grad_keys, Tensor& grad_v,
+                             Tensor& grad_level_weights, const MixTensors* mix);
 
 }  // namespace hkt::attention_tiles

@@ -13,6 +13,7 @@
 #include "ops/multiscale_attention.h"
 
 #include <cmath>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "ops/attention_cpu.h"
 #include "ops/attention_tiles.h"
 #include "ops/common.h"
+#include "ops/conv1d_rows.h"
 #include "ops/index.h"
 #include "ops/softmax.h"
 
@@ -37,7 +39,7 @@ int64_t block_of(int64_t length, int64_t level, int64_t stride) {
   return block;
 }
 
-attention_cpu::Problem cpu_problem(const MultiscaleAttentionDims& dims, const std::vector<Tensor>& queries,
+attention_cpu::Problem multiscale_problem(const MultiscaleAttentionDims& dims, const std::vector<Tensor>& queries,
                                    const Tensor& lengths) {
   attention_cpu::Problem p = attention_tiles::cpu_problem(dims, lengths);
   p.levels = dims.levels;
@@ -52,7 +54,8 @@ attention_cpu::Problem cpu_problem(const MultiscaleAttentionDims& dims, const st
 template <class T>
 attention_cpu::ForwardArgs<T> forward_args(const std::vector<Tensor>& queries, const std::vector<Tensor>& keys,
                                            const Tensor& v, const Tensor& level_weights, const Tensor& out,
-                                           const Tensor& log_sum_exp) {
+                                           const Tensor& log_sum_exp, const std::vector<T>& taps,
+                                           const attention_tiles::MixTensors* mix) {
   attention_cpu::ForwardArgs<T> args;
   for (size_t l = 0; l < queries.size(); ++l) {
     args.queries.push_back(queries[l].data<T>());
@@ -62,36 +65,28 @@ attention_cpu::ForwardArgs<T> forward_args(const std::vector<Tensor>& queries, c
   args.level_weights = level_weights.data<T>();
   args.out = out.data<T>();
   args.log2_sum_exp = log_sum_exp.data<T>();
+  if (mix) {
+    args.mix.gates = mix->gates.data<T>();
+    args.mix.taps = taps.data();
+    args.mix.bias = mix->bias.defined() ? mix->bias.data<T>() : nullptr;
+    args.mix.taps_count = mix->weight.size(1);
+    args.mix.mixed = mix->mixed.defined() ? mix->mixed.data<T>() : nullptr;
+    args.mix.partials = mix->partials.defined() ? mix->partials.data<T>() : nullptr;
+  }
   return args;
+}
+
+// The convolution's weight [C, k] by tap, [k, C], as HybridMix reads it; empty without a mix.
+template <class T>
+std::vector<T> mix_taps(const attention_tiles::MixTensors* mix) {
+  if (!mix) return {};
+  return weight_by_tap(mix->weight.data<T>(), mix->weight.size(0), mix->weight.size(1));
 }
 
 void multiscale_attention_cpu(const std::vector<Tensor>& queries, const std::vector<Tensor>& keys, const Tensor& v,
                               const Tensor& level_weights, const Tensor& lengths, const MultiscaleAttentionDims& dims,
                               Tensor& out, Tensor& log_sum_exp) {
-  const attention_cpu::Problem p = cpu_problem(dims, queries, lengths);
-  if (v.dtype() == DType::Float64)
-    return attention_cpu::forward_plain(p, forward_args<double>(queries, keys, v, level_weights, out, log_sum_exp));
-  attention_cpu::select_path(dims.head_dim)
-      .forward(p, forward_args<float>(queries, keys, v, level_weights, out, log_sum_exp));
-}
-
-template <class T>
-attention_cpu::BackwardArgs<T> backward_args(const std::vector<Tensor>& queries, const std::vector<Tensor>& keys,
-                                             const Tensor& v, const Tensor& level_weights, const Tensor& out,
-                                             const Tensor& log_sum_exp, const Tensor& grad_out,
-                                             std::vector<Tensor>& grad_queries, std::vector<Tensor>& grad_keys,
-                                             Tensor& grad_v, bool accumulate_grad_v, Tensor& grad_level_weights) {
-  attention_cpu::BackwardArgs<T> args;
-  args.forward = forward_args<T>(queries, keys, v, level_weights, out, log_sum_exp);
-  args.grad_out = grad_out.data<T>();
-  for (size_t l = 0; l < queries.size(); ++l) {
-    args.grad_queries.push_back(grad_queries[l].data<T>());
-    args.grad_keys.push_back(grad_keys[l].data<T>());
-  }
-  args.grad_values = grad_v.data<T>();
-  args.accumulate_values = accumulate_grad_v;
-  args.grad_level_weights = grad_level_weights.data<T>();
-  return args;
+  attention_tiles::multiscale_forward_cpu(queries, keys, v, level_weights, lengths, dims, out, log_sum_exp, nullptr);
 }
 
 void multiscale_attention_backward_cpu(const std::vector<Tensor>& queries, const std::vector<Tensor>& keys,
@@ -99,17 +94,58 @@ void multiscale_attention_backward_cpu(const std::vector<Tensor>& queries, const
                                        const Tensor& out, const Tensor& log_sum_exp, const Tensor& grad_out,
                                        const MultiscaleAttentionDims& dims, std::vector<Tensor>& grad_queries,
                                        std::vector<Tensor>& grad_keys, Tensor& grad_v, Tensor& grad_level_weights) {
-  const attention_cpu::Problem p = cpu_problem(dims, queries, lengths);
-  if (v.dtype() == DType::Float64)
-    return attention_cpu::backward_plain(p, backward_args<double>(queries, keys, v, level_weights, out, log_sum_exp,
-                                                                  grad_out, grad_queries, grad_keys, grad_v,
-                                                                  dims.accumulate_grad_v, grad_level_weights));
-  attention_cpu::select_path(dims.head_dim)
-      .backward(p, backward_args<float>(queries, keys, v, level_weights, out, log_sum_exp, grad_out, grad_queries,
-                                        grad_keys, grad_v, dims.accumulate_grad_v, grad_level_weights));
+  attention_tiles::multiscale_backward_cpu(queries, keys, v, level_weights, lengths, out, log_sum_exp, grad_out, dims,
+                                           grad_queries, grad_keys, grad_v, grad_level_weights, nullptr);
 }
 
 }  // namespace
+
+void attention_tiles::multiscale_forward_cpu(const std::vector<Tensor>& queries, const std::vector<Tensor>& keys,
+                                             const Tensor& v, const Tensor& level_weights, const Tensor& lengths,
+                                             const MultiscaleAttentionDims& dims, Tensor& out, Tensor& log_sum_exp,
+                                             const MixTensors* mix) {
+  const attention_cpu::Problem p = multiscale_problem(dims, queries, lengths);
+  if (v.dtype() == DType::Float64) {
+    const std::vector<double> taps = mix_taps<double>(mix);
+    return attention_cpu::forward_plain(p, forward_args<double>(queries, keys, v, level_weights, out, log_sum_exp,
+                                                                taps, mix));
+  }
+  const std::vector<float> taps = mix_taps<float>(mix);
+  attention_cpu::select_path(dims.head_dim)
+      .forward(p, forward_args<float>(queries, keys, v, level_weights, out, log_sum_exp, taps, mix));
+}
+
+void attention_tiles::multiscale_backward_cpu(const std::vector<Tensor>& queries, const std::vector<Tensor>& keys,
+                                              const Tensor& v, const Tensor& level_weights, const Tensor& lengths,
+                                              const Tensor& out, const Tensor& log_sum_exp, const Tensor& grad_out,
+                                              const MultiscaleAttentionDims& dims, std::vector<Tensor>& grad_queries,
+                                              std::vector<Tensor>& grad_keys, Tensor& grad_v,
+                                              Tensor& grad_level_weights, const MixTensors* mix) {
+  const attention_cpu::Problem p = multiscale_problem(dims, queries, lengths);
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const std::vector<T> taps = mix_taps<T>(mix);
+    attention_cpu::BackwardArgs<T> args;
+    args.forward = forward_args<T>(queries, keys, v, level_weights, out, log_sum_exp, taps, mix);
+    args.grad_out = grad_out.data<T>();
+    for (size_t l = 0; l < queries.size(); ++l) {
+      args.grad_queries.push_back(grad_queries[l].data<T>());
+      args.grad_keys.push_back(grad_keys[l].data<T>());
+    }
+    args.grad_values = grad_v.data<T>();
+    args.accumulate_values = dims.accumulate_grad_v;
+    args.grad_level_weights = grad_level_weights.data<T>();
+    if constexpr (std::is_same_v<T, double>)
+      attention_cpu::backward_plain(p, args);
+    else
+      attention_cpu::select_path(dims.head_dim).backward(p, args);
+  };
+  if (v.dtype() == DType::Float64)
+    run(double());
+  else
+    run(float());
+}
+
 
 HKT_REGISTER_KERNEL("multiscale_attention", DeviceType::CPU, multiscale_attention_cpu);
 HKT_REGISTER_KERNEL("multiscale_attention_backward", DeviceType::CPU, multiscale_attention_backward_cpu);
@@ -120,41 +156,41 @@ namespace {
 
 constexpr const char* kOp = "multiscale_attention";
 
-void check_multiscale_args(const std::vector<Tensor>& q_levels, const std::vector<Tensor>& k_levels, const Tensor& v,
+}  // namespace
+
+void attention_tiles::check_multiscale_args(const char* op, const std::vector<Tensor>& q_levels, const std::vector<Tensor>& k_levels, const Tensor& v,
                            const Tensor& level_logits, int64_t stride, HeadLayout layout) {
   const int64_t levels = static_cast<int64_t>(q_levels.size());
-  check(levels >= 1, kOp, ": no levels (q_levels is empty)");
-  check(static_cast<int64_t>(k_levels.size()) == levels, kOp, ": ", levels, " query levels but ", k_levels.size(),
+  check(levels >= 1, op, ": no levels (q_levels is empty)");
+  check(static_cast<int64_t>(k_levels.size()) == levels, op, ": ", levels, " query levels but ", k_levels.size(),
         " key levels");
-  check(stride >= 2, kOp, ": stride ", stride, " must be at least 2");
-  check_floating(kOp, v);
-  check_floating(kOp, level_logits);
-  check(v.dim() == 4 && v.numel() > 0, kOp, ": v ", v.shape(), " is not a non-empty ",
+  check(stride >= 2, op, ": stride ", stride, " must be at least 2");
+  check_floating(op, v);
+  check_floating(op, level_logits);
+  check(v.dim() == 4 && v.numel() > 0, op, ": v ", v.shape(), " is not a non-empty ",
         attention_tiles::layout_str(layout));
   const bool interleaved = layout == HeadLayout::BTHD;
   const int64_t batch = v.size(0), heads = v.size(interleaved ? 2 : 1), length = v.size(interleaved ? 1 : 2),
                 dh = v.size(3);
   for (int64_t l = 0; l < levels; ++l) {
-    check_floating(kOp, q_levels[l]);
-    check_floating(kOp, k_levels[l]);
-    check_compatible(kOp, {q_levels[l], k_levels[l], v, level_logits});
+    check_floating(op, q_levels[l]);
+    check_floating(op, k_levels[l]);
+    check_compatible(op, {q_levels[l], k_levels[l], v, level_logits});
     const int64_t rows = level_length(length, l, stride);
     const Shape expected = interleaved ? Shape{batch, rows, heads, dh} : Shape{batch, heads, rows, dh};
     for (const auto& [name, t] : {std::pair{"q_levels", q_levels[l]}, std::pair{"k_levels", k_levels[l]}})
-      check(t.shape() == expected, kOp, ": ", name, "[", l, "] ", t.shape(), " but expected ",
+      check(t.shape() == expected, op, ": ", name, "[", l, "] ", t.shape(), " but expected ",
             expected, " (v ", v.shape(), ", T_", l, " = level_length(", length, ", ", l, ", ",
             stride, "))");
   }
-  check(level_logits.shape() == Shape{heads, levels}, kOp, ": level_logits ", level_logits.shape(),
+  check(level_logits.shape() == Shape{heads, levels}, op, ": level_logits ", level_logits.shape(),
         " but expected [H, L] = [", heads, ", ", levels, "]");
 }
-
-}  // namespace
 
 Tensor multiscale_attention(const std::vector<Tensor>& q_levels, const std::vector<Tensor>& k_levels, const Tensor& v,
                             const Tensor& level_logits, const Tensor& lengths, int64_t stride, bool causal,
                             HeadLayout layout, PaddedRows padded) {
-  check_multiscale_args(q_levels, k_levels, v, level_logits, stride, layout);
+  attention_tiles::check_multiscale_args(kOp, q_levels, k_levels, v, level_logits, stride, layout);
   if (padded == PaddedRows::Zero && v.device().type != DeviceType::CPU)
     return attention_tiles::zero_padded_rows(
         multiscale_attention(q_levels, k_levels, v, level_logits, lengths, stride, causal, layout), lengths, layout);

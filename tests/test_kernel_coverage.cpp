@@ -27,6 +27,9 @@ const std::set<std::string> kCpuOnly = {
     // on CUDA the op is its composition, depthwise_conv1d then lerp (their kernels; ops/hybrid_mix.h)
     "hybrid_mix",
     "hybrid_mix_backward",
+    // on CUDA the op is its composition, multiscale_attention then hybrid_mix (their kernels; ops/hybrid_attention.h)
+    "hybrid_multiscale_attention",
+    "hybrid_multiscale_attention_backward",
     // on CUDA the op is its composition, layer_norm then masked_fill (ops/norm.h)
     "layer_norm_masked",
     "layer_norm_masked_backward",
@@ -107,6 +110,8 @@ const std::vector<GradientCheck> kGradientChecks = {
     {"attention_backward", "test_attention.cpp", "attention("},
     {"multiscale_attention", "test_multiscale_attention.cpp", "multiscale_attention("},
     {"multiscale_attention_backward", "test_multiscale_attention.cpp", "multiscale_attention("},
+    {"hybrid_multiscale_attention", "test_hybrid_attention.cpp", "hybrid_multiscale_attention("},
+    {"hybrid_multiscale_attention_backward", "test_hybrid_attention.cpp", "hybrid_multiscale_attention("},
     // float64 → float32 → float64 cannot be checked by float64 differences:
     // the backward of a float32 cast is compared with the weights by hand.
     {"cast", "test_shape.cpp", "leaf64.to(DType::Float32)", true},
