@@ -556,6 +556,152 @@ struct HeadMix {
   }
 };
 
+// Tap counts up to this run with the taps, the window of value rows and the
+// dW sums in registers (MixTaps); more take the loops over k (MixAnyTaps).
+constexpr int kMixTaps = 8;
+
+// Calls f(std::integral_constant<int, k>{}) for k in 1 … kMixTaps, and
+// f(std::integral_constant<int, 0>{}) for any other k.
+template <class F>
+void with_mix_taps(int64_t k, F&& f) {
+  const bool found = [&]<int... R>(std::integer_sequence<int, R...>) {
+    return ((k == R + 1 ? (f(std::integral_constant<int, R + 1>{}), true) : false) || ...);
+  }(std::make_integer_sequence<int, kMixTaps>{});
+  if (!found) f(std::integral_constant<int, 0>{});
+}
+
+// One head's mix, forward and backward, for a vector of channels at d, with
+// K taps: a pass over the rows keeps the last K value rows (and in the
+// backward the last K rows of dc) in registers, so that each row is loaded
+// once where the loops over k loaded it 2k + 1 times. Rows before 0 read as
+// 0, which adds exactly nothing to c, dW or dV.
+template <class S, int K>
+struct MixTaps {
+  using T = typename S::T;
+  using V = typename S::V;
+  V taps[K], bias;
+  MixTaps(const HeadMix<S>& m, int64_t d) : bias(m.bias ? S::load(m.bias + d) : S::zero()) {
+#pragma GCC unroll 8
+    for (int r = 0; r < K; ++r) taps[r] = S::load(m.taps + r * m.channels + d);
+  }
+  // window[r]: the row r − K + 1 of the current one, the newest last.
+  static void push(V (&window)[K], V row) {
+#pragma GCC unroll 8
+    for (int r = 0; r + 1 < K; ++r) window[r] = window[r + 1];
+    window[K - 1] = row;
+  }
+  V conv(const V (&window)[K]) const {
+    V sum = bias;
+#pragma GCC unroll 8
+    for (int r = 0; r < K; ++r) sum = S::fmadd(taps[r], window[r], sum);
+    return sum;
+  }
+  void forward(const T* v, const T* a, T* y, int64_t rs, int64_t i0, int64_t i1, V beta) const {
+    V window[K];
+#pragma GCC unroll 8
+    for (int r = 0; r < K; ++r) window[r] = i0 - K + r >= 0 ? S::load(v + (i0 - K + r) * rs) : S::zero();
+    for (int64_t i = i0; i < i1; ++i) {
+      push(window, S::load(v + i * rs));
+      const V c = conv(window);
+      S::store(y + i * rs, S::fmadd(beta, S::sub(S::load(a + i * rs), c), c));
+    }
+  }
+  // dW by tap, dbias and dβ into partial (row stride dh); dV rows added to.
+  void backward(const T* grad_out, const T* a, const T* v, T* dv, int64_t rs, int64_t rows, V rest, T* partial,
+                int64_t dh) const {
+    V window[K], grads[K], dw[K], dbias = S::zero(), dbeta = S::zero();
+#pragma GCC unroll 8
+    for (int r = 0; r < K; ++r) window[r] = grads[r] = dw[r] = S::zero();
+    // dV[s] = Σ_r taps[r] ⊙ dc[s + K − 1 − r], complete once row t = s + K − 1 is in grads.
+    auto add_to_dv = [&](int64_t t) {
+      const int64_t s = t - K + 1;
+      if (s < 0) return;
+      V sum = S::zero();
+#pragma GCC unroll 8
+      for (int r = 0; r < K; ++r) sum = S::fmadd(taps[r], grads[K - 1 - r], sum);
+      S::store(dv + s * rs, S::add(S::load(dv + s * rs), sum));
+    };
+    for (int64_t t = 0; t < rows; ++t) {
+      const V grad = S::load(grad_out + t * rs), dc = S::mul(rest, grad);
+      push(window, S::load(v + t * rs));
+      push(grads, dc);
+      dbeta = S::fmadd(grad, S::sub(S::load(a + t * rs), conv(window)), dbeta);
+      dbias = S::add(dbias, dc);
+#pragma GCC unroll 8
+      for (int r = 0; r < K; ++r) dw[r] = S::fmadd(dc, window[r], dw[r]);
+      add_to_dv(t);
+    }
+    for (int64_t t = rows; t < rows + K - 1; ++t) {  // the last rows' dV: dc past the rows is 0
+      push(grads, S::zero());
+      add_to_dv(t);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < K; ++r) S::store(partial + r * dh, dw[r]);
+    S::store(partial + K * dh, dbias);
+    S::store(partial + (K + 1) * dh, dbeta);
+  }
+};
+
+// The same for any k, c recomputed by the loop over k (HeadMix::conv), the
+// dW sums kMixTaps taps a pass.
+template <class S>
+struct MixAnyTaps {
+  using T = typename S::T;
+  using V = typename S::V;
+  const HeadMix<S>& m;
+  int64_t d;
+  void forward(const T* v, const T* a, T* y, int64_t rs, int64_t i0, int64_t i1, V beta) const {
+    for (int64_t i = i0; i < i1; ++i) {
+      const V c = m.conv(v - d, rs, i, d);
+      S::store(y + i * rs, S::fmadd(beta, S::sub(S::load(a + i * rs), c), c));
+    }
+  }
+  void backward(const T* grad_out, const T* a, const T* v, T* dv, int64_t rs, int64_t rows, V rest, T* partial,
+                int64_t dh) const {
+    const int64_t k = m.k;
+    for (int64_t r0 = 0; r0 < k; r0 += kMixTaps) {
+      const int64_t count = std::min<int64_t>(kMixTaps, k - r0);
+      V dw[kMixTaps], dbias = S::zero(), dbeta = S::zero();
+      for (auto& sum : dw) sum = S::zero();
+      for (int64_t t = 0; t < rows; ++t) {
+        const V grad = S::load(grad_out + t * rs), dc = S::mul(rest, grad);
+        if (r0 == 0) {
+          dbeta = S::fmadd(grad, S::sub(S::load(a + t * rs), m.conv(v - d, rs, t, d)), dbeta);
+          dbias = S::add(dbias, dc);
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < kMixTaps; ++r) {
+          const int64_t source = t - k + 1 + r0 + r;
+          if (r < count && source >= 0) dw[r] = S::fmadd(dc, S::load(v + source * rs), dw[r]);
+        }
+      }
+      for (int64_t r = 0; r < count; ++r) S::store(partial + (r0 + r) * dh, dw[r]);
+      if (r0 > 0) continue;
+      S::store(partial + k * dh, dbias);
+      S::store(partial + (k + 1) * dh, dbeta);
+    }
+    for (int64_t s = 0; s < rows; ++s) {
+      V sum = S::zero();
+      for (int64_t r = std::max<int64_t>(0, s + k - rows); r < k; ++r)
+        sum = S::fmadd(S::load(m.taps + r * m.channels + d), S::mul(rest, S::load(grad_out + (s + k - 1 - r) * rs)),
+                       sum);
+      S::store(dv + s * rs, S::add(S::load(dv + s * rs), sum));
+    }
+  }
+};
+
+// Calls f(mix) with the head's MixTaps or MixAnyTaps for the vector of channels at d.
+template <class S, class F>
+void with_head_mix(const HeadMix<S>& m, int64_t d, F&& f) {
+  with_mix_taps(m.k, [&](auto taps) {
+    constexpr int K = decltype(taps)::value;
+    if constexpr (K == 0)
+      f(MixAnyTaps<S>{m, d});
+    else
+      f(MixTaps<S, K>(m, d));
+  });
+}
+
 // Y = c + β (out − c) for rows [i0, i1) of a head, just after the attention
 // stored them (in cache), and Y = 0 for the padded rows [i1, i_end).
 template <class S>
@@ -566,17 +712,10 @@ void mix_rows(const Problem& p, const ForwardArgs<typename S::T>& args, int64_t 
   const int64_t offset = p.head_offset(head_index, p.length), rs = p.row_stride();
   const T *v = args.values + offset, *a = args.out + offset;
   T* y = args.mix.mixed + offset;
-  const auto beta = S::set1(m.beta);
-  for (int64_t i = i0; i < i1; ++i)
-    for (int64_t d = 0; d < p.head_dim; d += S::W) {
-      const auto c = m.conv(v, rs, i, d);
-      S::store(y + i * rs + d, S::fmadd(beta, S::sub(S::load(a + i * rs + d), c), c));
-    }
+  for (int64_t d = 0; d < p.head_dim; d += S::W)
+    with_head_mix(m, d, [&](const auto& mix) { mix.forward(v + d, a + d, y + d, rs, i0, i1, S::set1(m.beta)); });
   zero_rows<S>(y, i1, i_end, p.head_dim, rs);
 }
-
-// The dW accumulators one pass over a head's rows keeps in registers.
-constexpr int kMixTaps = 8;
 
 // The mix's gradients of one head, once its dV rows hold the attention's
 // (the backward read dY as dO = β dY): per row t (the valid ones with
@@ -587,44 +726,17 @@ constexpr int kMixTaps = 8;
 template <class S>
 void mix_head_backward(const Problem& p, const BackwardArgs<typename S::T>& args, int64_t head_index) {
   using T = typename S::T;
-  using V = typename S::V;
   const HybridMix<T>& mix = args.forward.mix;
   const HeadMix<S> m(mix, p, head_index);
-  const int64_t offset = p.head_offset(head_index, p.length), rs = p.row_stride(), dh = p.head_dim, k = m.k;
+  const int64_t offset = p.head_offset(head_index, p.length), rs = p.row_stride(), dh = p.head_dim;
   const int64_t rows = p.zero_padded_rows ? p.lengths[head_index / p.heads] : p.length;
   const T *grad_out = args.grad_out + offset, *a = args.forward.out + offset, *v = args.forward.values + offset;
   T* dv = args.grad_values + offset;
-  T* partial = mix.partials + head_index * (k + 2) * dh;
-  const V rest = S::set1(T(1) - m.beta);
-  for (int64_t d = 0; d < dh; d += S::W) {
-    for (int64_t r0 = 0; r0 < k; r0 += kMixTaps) {
-      const int64_t count = std::min<int64_t>(kMixTaps, k - r0);
-      V dw[kMixTaps], dbias = S::zero(), dbeta = S::zero();
-      for (auto& sum : dw) sum = S::zero();
-      for (int64_t t = 0; t < rows; ++t) {
-        const V grad = S::load(grad_out + t * rs + d), dc = S::mul(rest, grad);
-        if (r0 == 0) {
-          dbeta = S::fmadd(grad, S::sub(S::load(a + t * rs + d), m.conv(v, rs, t, d)), dbeta);
-          dbias = S::add(dbias, dc);
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < kMixTaps; ++r) {
-          const int64_t source = t - k + 1 + r0 + r;
-          if (r < count && source >= 0) dw[r] = S::fmadd(dc, S::load(v + source * rs + d), dw[r]);
-        }
-      }
-      for (int64_t r = 0; r < count; ++r) S::store(partial + (r0 + r) * dh + d, dw[r]);
-      if (r0 > 0) continue;
-      S::store(partial + k * dh + d, dbias);
-      S::store(partial + (k + 1) * dh + d, dbeta);
-    }
-    for (int64_t s = 0; s < rows; ++s) {
-      V sum = S::zero();
-      for (int64_t r = std::max<int64_t>(0, s + k - rows); r < k; ++r)
-        sum = S::fmadd(S::load(m.taps + r * m.channels + d), S::load(grad_out + (s + k - 1 - r) * rs + d), sum);
-      S::store(dv + s * rs + d, S::fmadd(rest, sum, S::load(dv + s * rs + d)));
-    }
-  }
+  T* partial = mix.partials + head_index * (m.k + 2) * dh;
+  for (int64_t d = 0; d < dh; d += S::W)
+    with_head_mix(m, d, [&](const auto& mix_d) {
+      mix_d.backward(grad_out + d, a + d, v + d, dv + d, rs, rows, S::set1(T(1) - m.beta), partial + d, dh);
+    });
 }
 
 // Query rows [i0, i1) of one head, i1 − i0 ≤ tile.
