@@ -40,7 +40,7 @@ int64_t block_of(int64_t length, int64_t level, int64_t stride) {
 }
 
 attention_cpu::Problem multiscale_problem(const MultiscaleAttentionDims& dims, const std::vector<Tensor>& queries,
-                                   const Tensor& lengths) {
+                                          const Tensor& lengths) {
   attention_cpu::Problem p = attention_tiles::cpu_problem(dims, lengths);
   p.levels = dims.levels;
   p.stride = dims.stride;
@@ -105,14 +105,20 @@ void attention_tiles::multiscale_forward_cpu(const std::vector<Tensor>& queries,
                                              const MultiscaleAttentionDims& dims, Tensor& out, Tensor& log_sum_exp,
                                              const MixTensors* mix) {
   const attention_cpu::Problem p = multiscale_problem(dims, queries, lengths);
-  if (v.dtype() == DType::Float64) {
-    const std::vector<double> taps = mix_taps<double>(mix);
-    return attention_cpu::forward_plain(p, forward_args<double>(queries, keys, v, level_weights, out, log_sum_exp,
-                                                                taps, mix));
-  }
-  const std::vector<float> taps = mix_taps<float>(mix);
-  attention_cpu::select_path(dims.head_dim)
-      .forward(p, forward_args<float>(queries, keys, v, level_weights, out, log_sum_exp, taps, mix));
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const std::vector<T> taps = mix_taps<T>(mix);
+    const attention_cpu::ForwardArgs<T> args = forward_args<T>(queries, keys, v, level_weights, out, log_sum_exp,
+                                                               taps, mix);
+    if constexpr (std::is_same_v<T, double>)
+      attention_cpu::forward_plain(p, args);
+    else
+      attention_cpu::select_path(dims.head_dim).forward(p, args);
+  };
+  if (v.dtype() == DType::Float64)
+    run(double());
+  else
+    run(float());
 }
 
 void attention_tiles::multiscale_backward_cpu(const std::vector<Tensor>& queries, const std::vector<Tensor>& keys,
