@@ -21,17 +21,13 @@
 
 using namespace hkt;
 using hkt::testing::lengths_tensor;
+using hkt::testing::PathScope;
 using hkt::testing::random_tensor;
 using hkt::testing::relative_diff;
 using hkt::testing::ThreadScope;
 using hkt::testing::TileScope;
 
 namespace {
-
-struct PathScope {
-  explicit PathScope(const std::string& name) { set_attention_cpu_path(name); }
-  ~PathScope() { set_attention_cpu_path(""); }
-};
 
 std::vector<const attention_cpu::Path*> paths_under_test() {
   static const bool reported = [] {

@@ -16,16 +16,12 @@
 using namespace hkt;
 using hkt::testing::check_close;
 using hkt::testing::lengths_tensor;
+using hkt::testing::PathScope;
 using hkt::testing::random_tensor;
 using hkt::testing::ThreadScope;
 using hkt::testing::TileScope;
 
 namespace {
-
-struct PathScope {
-  explicit PathScope(const std::string& name) { set_attention_cpu_path(name); }
-  ~PathScope() { set_attention_cpu_path(""); }
-};
 
 struct Case {
   int64_t batch, heads, length, head_dim, levels, stride, taps;
