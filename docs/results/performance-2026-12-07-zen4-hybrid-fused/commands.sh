@@ -32,6 +32,8 @@ print('$dir', d['mha_median_ms'], d['hkt_median_ms'], d['ratio'])"
   done
 }
 { uptime; ratio_rounds 9 2 30; uptime; ratio_rounds 5 1 10; uptime; } > $out/step-ratio.txt 2>&1
+# Nine more rounds on 2 threads after CI, with HEAD at 233f1b9 (the same kernels).
+{ uptime; ratio_rounds 9 2 30; uptime; } > $out/step-ratio-2.txt 2>&1
 # Per kernel, before against after, alternating, 2 threads with libgomp's default wait.
 WAIT=default THREADS=2 STEPS=6 bench/ab.sh profile $base build-nocuda 5 > $out/ab-profile-2threads.txt 2>&1
 # Peak RSS and allocations per step, each build.
