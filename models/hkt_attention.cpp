@@ -13,13 +13,6 @@
 namespace hkt::models {
 namespace {
 
-// β of head h on its dh channels: [H] → [d].
-Tensor channel_gates(const Tensor& gate_logit, int64_t head_dim) {
-  const int64_t heads = gate_logit.size(0);
-  Tensor gates = reshape(sigmoid(gate_logit), {heads, 1});
-  return reshape(broadcast_to(gates, {heads, head_dim}), {heads * head_dim});
-}
-
 // Per level l ≥ 1, the rows of X^(l) that a valid position reads, int64 [B]
 // each. A valid query or key i < n reads coarse row floor(i / s^l) (causal:
 // at most that), so rows < ceil(n / s^l); and coarse row m of level l + 1 reads
@@ -136,7 +129,7 @@ Tensor HKTAttention::forward(const Tensor& x, const SequenceMask& mask) const {
   } else {
     Tensor attended = merge_heads(multiscale_attention_reference(queries, keys, to_heads(values), level_logits,
                                                                  mask.lengths_tensor, config_.stride, mask.causal));
-    mixed = lerp(conv->forward(values), attended, channel_gates(gate_logit, config_.head_dim()));
+    mixed = lerp(conv->forward(values), attended, gates_per_channel(sigmoid(gate_logit), config_.head_dim()));
   }
   return o->forward(mixed);
 }

@@ -547,11 +547,12 @@ struct HeadMix {
         channels(p.heads * p.head_dim),
         beta(mix.gates[head_index % p.heads]) {}
   // c[t] for the vector of channels at d: the bias, then the taps whose row
-  // is ≥ 0, r ascending (hybrid_mix's order). v: the head's rows, stride rs.
+  // is ≥ 0, r ascending (hybrid_mix's order). v: the head's rows from
+  // channel d on, stride rs.
   V conv(const T* v, int64_t rs, int64_t t, int64_t d) const {
     V sum = bias ? S::load(bias + d) : S::zero();
     for (int64_t r = std::max<int64_t>(0, k - 1 - t); r < k; ++r)
-      sum = S::fmadd(S::load(taps + r * channels + d), S::load(v + (t - k + 1 + r) * rs + d), sum);
+      sum = S::fmadd(S::load(taps + r * channels + d), S::load(v + (t - k + 1 + r) * rs), sum);
     return sum;
   }
 };
@@ -652,7 +653,7 @@ struct MixAnyTaps {
   int64_t d;
   void forward(const T* v, const T* a, T* y, int64_t rs, int64_t i0, int64_t i1, V beta) const {
     for (int64_t i = i0; i < i1; ++i) {
-      const V c = m.conv(v - d, rs, i, d);
+      const V c = m.conv(v, rs, i, d);
       S::store(y + i * rs, S::fmadd(beta, S::sub(S::load(a + i * rs), c), c));
     }
   }
@@ -666,7 +667,7 @@ struct MixAnyTaps {
       for (int64_t t = 0; t < rows; ++t) {
         const V grad = S::load(grad_out + t * rs), dc = S::mul(rest, grad);
         if (r0 == 0) {
-          dbeta = S::fmadd(grad, S::sub(S::load(a + t * rs), m.conv(v - d, rs, t, d)), dbeta);
+          dbeta = S::fmadd(grad, S::sub(S::load(a + t * rs), m.conv(v, rs, t, d)), dbeta);
           dbias = S::add(dbias, dc);
         }
 #pragma GCC unroll 8

@@ -1,7 +1,8 @@
 #pragma once
 // Internal to the fused attention ops (ops/attention.cpp,
-// ops/multiscale_attention.cpp, ops/hybrid_attention.cpp): argument helpers shared by the ops and their
-// references. The CPU kernels are ops/attention_cpu_kernels.h.
+// ops/multiscale_attention.cpp, ops/hybrid_attention.cpp): argument helpers
+// shared by the ops and their references. The CPU kernels are
+// ops/attention_cpu_kernels.h.
 #include <cstdint>
 #include <vector>
 

@@ -8,8 +8,8 @@
 
 #include "engine/dispatch.h"
 #include "ops/attention_tiles.h"
-#include "ops/elementwise.h"
 #include "ops/common.h"
+#include "ops/elementwise.h"
 #include "ops/hybrid_mix.h"
 #include "ops/shape.h"
 #include "ops/softmax.h"
@@ -96,6 +96,11 @@ void check_mix_args(const char* op, const Tensor& v, const Tensor& weight, const
 
 }  // namespace
 
+Tensor gates_per_channel(const Tensor& gates, int64_t head_dim) {
+  const int64_t heads = gates.size(0);
+  return reshape(broadcast_to(reshape(gates, {heads, 1}), {heads, head_dim}), {heads * head_dim});
+}
+
 Tensor hybrid_multiscale_attention(const std::vector<Tensor>& q_levels, const std::vector<Tensor>& k_levels,
                                    const Tensor& v, const Tensor& level_logits, const Tensor& lengths, int64_t stride,
                                    bool causal, const Tensor& weight, const Tensor& bias, const Tensor& gates,
@@ -108,8 +113,7 @@ Tensor hybrid_multiscale_attention(const std::vector<Tensor>& q_levels, const st
     const Tensor attended =
         multiscale_attention(q_levels, k_levels, v, level_logits, lengths, stride, causal, HeadLayout::BTHD, padded);
     const Shape rows{v.size(0), v.size(1), heads * dh};
-    const Tensor channel_gates = reshape(broadcast_to(reshape(gates, {heads, 1}), {heads, dh}), {heads * dh});
-    return reshape(hybrid_mix(reshape(attended, rows), reshape(v, rows), weight, bias, channel_gates,
+    return reshape(hybrid_mix(reshape(attended, rows), reshape(v, rows), weight, bias, gates_per_channel(gates, dh),
                               padded == PaddedRows::Zero ? lengths : Tensor()),
                    v.shape());
   }

@@ -35,6 +35,10 @@ Tensor hybrid_multiscale_attention(const std::vector<Tensor>& q_levels, const st
                                    bool causal, const Tensor& weight, const Tensor& bias, const Tensor& gates,
                                    PaddedRows padded = PaddedRows::Attend);
 
+// β per head [H] repeated over each head's dh channels, [H · dh]: the gates
+// hybrid_mix takes, in the composition above.
+Tensor gates_per_channel(const Tensor& gates, int64_t head_dim);
+
 namespace kernels {
 inline constexpr const char* hybrid_multiscale_attention = "hybrid_multiscale_attention";
 inline constexpr const char* hybrid_multiscale_attention_backward = "hybrid_multiscale_attention_backward";
