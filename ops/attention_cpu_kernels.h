@@ -557,6 +557,26 @@ struct HeadMix {
   }
 };
 
+// The hybrid forward's outputs, the mix Y and the attention's A (saved for
+// the backward), are streamed past the caches where a head's row is whole
+// 64-byte lines (a part line would go to memory as a read-modify-write).
+// Each row lands in a buffer last touched a step ago, so an ordinary store
+// first read its line from memory: streamed, the mix's pass and the store of
+// A each took about a third less time on a Zen 4, the output projection's
+// GEMM that reads Y next included (docs/PERFORMANCE.md, "eighth session").
+// MHA's output, read by that GEMM alone, gained nothing streamed.
+template <class T>
+constexpr bool whole_lines(int64_t head_dim) {
+  return (head_dim * int64_t(sizeof(T))) % 64 == 0;
+}
+template <class S>
+inline void store_row(typename S::T* p, typename S::V v, bool stream) {
+  if (stream)
+    S::stream(p, v);
+  else
+    S::store(p, v);
+}
+
 // Tap counts up to this run with the taps, the window of value rows and the
 // dW sums in registers (MixTaps); more take the loops over k (MixAnyTaps).
 constexpr int kMixTaps = 8;
@@ -597,14 +617,16 @@ struct MixTaps {
     for (int r = 0; r < K; ++r) sum = S::fmadd(taps[r], window[r], sum);
     return sum;
   }
-  void forward(const T* v, const T* a, T* y, int64_t rs, int64_t i0, int64_t i1, V beta) const {
+  // a: row i0 of the attention's output, row i at a + (i − i0) · a_stride.
+  void forward(const T* v, const T* a, int64_t a_stride, T* y, int64_t rs, int64_t i0, int64_t i1, V beta,
+               bool stream) const {
     V window[K];
 #pragma GCC unroll 8
     for (int r = 0; r < K; ++r) window[r] = i0 - K + r >= 0 ? S::load(v + (i0 - K + r) * rs) : S::zero();
     for (int64_t i = i0; i < i1; ++i) {
       push(window, S::load(v + i * rs));
       const V c = conv(window);
-      S::store(y + i * rs, S::fmadd(beta, S::sub(S::load(a + i * rs), c), c));
+      store_row<S>(y + i * rs, S::fmadd(beta, S::sub(S::load(a + (i - i0) * a_stride), c), c), stream);
     }
   }
   // dW by tap, dbias and dβ into partial (row stride dh); dV rows added to.
@@ -651,10 +673,11 @@ struct MixAnyTaps {
   using V = typename S::V;
   const HeadMix<S>& m;
   int64_t d;
-  void forward(const T* v, const T* a, T* y, int64_t rs, int64_t i0, int64_t i1, V beta) const {
+  void forward(const T* v, const T* a, int64_t a_stride, T* y, int64_t rs, int64_t i0, int64_t i1, V beta,
+               bool stream) const {
     for (int64_t i = i0; i < i1; ++i) {
       const V c = m.conv(v, rs, i, d);
-      S::store(y + i * rs, S::fmadd(beta, S::sub(S::load(a + i * rs), c), c));
+      store_row<S>(y + i * rs, S::fmadd(beta, S::sub(S::load(a + (i - i0) * a_stride), c), c), stream);
     }
   }
   void backward(const T* grad_out, const T* a, const T* v, T* dv, int64_t rs, int64_t rows, V rest, T* partial,
@@ -703,19 +726,23 @@ void with_head_mix(const HeadMix<S>& m, int64_t d, F&& f) {
   });
 }
 
-// Y = c + β (out − c) for rows [i0, i1) of a head, just after the attention
-// stored them (in cache), and Y = 0 for the padded rows [i1, i_end).
+// Y = c + β (out − c) for rows [i0, i1) of a head, and Y = 0 for the padded
+// rows [i1, i_end). a: those rows of the attention's output as forward_task
+// left them in its tile (row i0 first, row stride dh), in L1.
 template <class S>
-void mix_rows(const Problem& p, const ForwardArgs<typename S::T>& args, int64_t head_index, int64_t i0, int64_t i1,
-              int64_t i_end) {
+void mix_rows(const Problem& p, const ForwardArgs<typename S::T>& args, int64_t head_index, const typename S::T* a,
+              int64_t i0, int64_t i1, int64_t i_end) {
   using T = typename S::T;
   const HeadMix<S> m(args.mix, p, head_index);
-  const int64_t offset = p.head_offset(head_index, p.length), rs = p.row_stride();
-  const T *v = args.values + offset, *a = args.out + offset;
+  const int64_t offset = p.head_offset(head_index, p.length), rs = p.row_stride(), dh = p.head_dim;
+  const T* v = args.values + offset;
   T* y = args.mix.mixed + offset;
-  for (int64_t d = 0; d < p.head_dim; d += S::W)
-    with_head_mix(m, d, [&](const auto& mix) { mix.forward(v + d, a + d, y + d, rs, i0, i1, S::set1(m.beta)); });
-  zero_rows<S>(y, i1, i_end, p.head_dim, rs);
+  const bool stream = whole_lines<T>(dh);
+  for (int64_t d = 0; d < dh; d += S::W)
+    with_head_mix(m, d, [&](const auto& mix) {
+      mix.forward(v + d, a + d, dh, y + d, rs, i0, i1, S::set1(m.beta), stream);
+    });
+  zero_rows<S>(y, i1, i_end, dh, rs);
 }
 
 // The mix's gradients of one head, once its dV rows hold the attention's
@@ -761,12 +788,20 @@ void forward_task(Workspace<S>& w, const ForwardArgs<typename S::T>& args, const
     softmax_tile(w, i0, rows, j0, j1);
     gemm<S>(rows, dh, j1 - j0, {w.scores.data, w.np, 1}, w.v + j0 * w.rs, w.rs, w.acc.data, dh, T(1), true);
   }
+  // With the mix, A is read again by the backward alone: streamed (see
+  // store_row), and kept normalised in acc for mix_rows to read.
+  const bool mixed = args.mix.gates != nullptr, stream = mixed && whole_lines<T>(dh);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = i0 + r;
     const T row_sum = S::reduce_add(S::load(w.row_sums.data + r * S::W));
     const V inverse = S::set1(T(1) / row_sum);
     T* out = args.out + p.head_offset(head_index, p.length) + i * w.rs;
-    for (int64_t d = 0; d < dh; d += S::W) S::store(out + d, S::mul(inverse, S::load(w.acc.data + r * dh + d)));
+    T* acc = w.acc.data + r * dh;
+    for (int64_t d = 0; d < dh; d += S::W) {
+      const V a = S::mul(inverse, S::load(acc + d));
+      store_row<S>(out + d, a, stream);
+      if (mixed) S::store(acc + d, a);
+    }
     args.log2_sum_exp[head_index * p.length + i] = w.row_max.data[r] + std::log2(row_sum);
   }
 }
@@ -805,7 +840,10 @@ void forward(const Problem& p, const ForwardArgs<typename S::T>& args) {
       // their log2_sum_exp +inf: the backward's P = 2^(S − lse) is 0 there.
       const int64_t i1 = p.zero_padded_rows ? std::clamp(w.valid, i0, i_end) : i_end;
       if (i1 > i0) forward_task(w, args, keys, head_index, i0, i1);
-      if (args.mix.gates) mix_rows<S>(p, args, head_index, i0, i1, i_end);
+      if (args.mix.gates) {
+        mix_rows<S>(p, args, head_index, w.acc.data, i0, i1, i_end);
+        S::fence();  // the streamed rows of A and Y before anything that follows
+      }
       if (i1 == i_end) continue;
       zero_rows<S>(args.out + p.head_offset(head_index, p.length), i1, i_end, p.head_dim, p.row_stride());
       std::fill(args.log2_sum_exp + head_index * p.length + i1, args.log2_sum_exp + head_index * p.length + i_end,
@@ -900,18 +938,27 @@ const typename S::T* level_gradient(Workspace<S>& w, int64_t l, const typename S
 // A head's dq_l holds G = Σ (P_l k_l) / √dh over its key tiles, without λ_l.
 // dλ_l = Σ P_l ⊙ C_l = Σ_a q_l[a] · G[a] reads it once (no score tile kept),
 // then dq_l = λ_l G. Returns the head's dλ_l.
+//
+// The dot products are summed as vectors over blocks of kRows rows, with one
+// horizontal sum and one double addition per block instead of per row (each
+// row waited on both): the pass took about a quarter less time on a Zen 4
+// (docs/PERFORMANCE.md, "eighth session"). The order depends on the problem
+// alone, so the result still does not depend on the thread count.
 template <class S>
 double finish_query_gradient(const typename S::T* queries, int64_t query_stride, typename S::T* grad,
                              int64_t grad_stride, int64_t rows, int64_t dh, typename S::T lambda) {
+  constexpr int64_t kRows = 16;
   double total = 0;
   const auto scale = S::set1(lambda);
-  for (int64_t a = 0; a < rows; ++a) {
+  for (int64_t a0 = 0; a0 < rows; a0 += kRows) {
     auto dot = S::zero();
-    typename S::T* row = grad + a * grad_stride;
-    for (int64_t d = 0; d < dh; d += S::W) {
-      const auto g = S::load(row + d);
-      dot = S::fmadd(S::load(queries + a * query_stride + d), g, dot);
-      S::store(row + d, S::mul(scale, g));
+    for (int64_t a = a0; a < std::min(rows, a0 + kRows); ++a) {
+      typename S::T* row = grad + a * grad_stride;
+      for (int64_t d = 0; d < dh; d += S::W) {
+        const auto g = S::load(row + d);
+        dot = S::fmadd(S::load(queries + a * query_stride + d), g, dot);
+        S::store(row + d, S::mul(scale, g));
+      }
     }
     total += double(S::reduce_add(dot));
   }

@@ -63,6 +63,8 @@ struct Scalar {
   static V set1(T x) { return x; }
   static V load(const T* p) { return *p; }
   static void store(T* p, V v) { *p = v; }
+  static void stream(T* p, V v) { *p = v; }  // Avx2, Avx512: past the caches where aligned
+  static void fence() {}                     // orders streamed stores before later ones
   static V add(V a, V b) { return a + b; }
   static V sub(V a, V b) { return a - b; }
   static V mul(V a, V b) { return a * b; }
@@ -133,6 +135,13 @@ struct Avx2 {
   static V set1(T x) { return _mm256_set1_ps(x); }
   static V load(const T* p) { return _mm256_loadu_ps(p); }
   static void store(T* p, V v) { _mm256_storeu_ps(p, v); }
+  static void stream(T* p, V v) {
+    if ((reinterpret_cast<uintptr_t>(p) & 31) == 0)
+      _mm256_stream_ps(p, v);
+    else
+      _mm256_storeu_ps(p, v);
+  }
+  static void fence() { _mm_sfence(); }
   static V add(V a, V b) { return _mm256_add_ps(a, b); }
   static V sub(V a, V b) { return _mm256_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
@@ -240,6 +249,13 @@ struct Avx512 {
   static V set1(T x) { return _mm512_set1_ps(x); }
   static V load(const T* p) { return _mm512_loadu_ps(p); }
   static void store(T* p, V v) { _mm512_storeu_ps(p, v); }
+  static void stream(T* p, V v) {
+    if ((reinterpret_cast<uintptr_t>(p) & 63) == 0)
+      _mm512_stream_ps(p, v);
+    else
+      _mm512_storeu_ps(p, v);
+  }
+  static void fence() { _mm_sfence(); }
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
