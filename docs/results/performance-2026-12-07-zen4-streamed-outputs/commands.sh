@@ -14,8 +14,9 @@ out=docs/results/performance-2026-12-07-zen4-streamed-outputs
 # The HKT/MHA ratio: 12 alternating rounds of the interleaved pair of steps, 30 steps, 2 threads, twice.
 bash $out/step-ratio.sh $out/step-ratio.txt 12
 bash $out/step-ratio.sh $out/step-ratio-2.txt 12
+bash $out/step-ratio.sh $out/step-ratio-3.txt 12   # after CI
 bash $out/step-ratio.sh $out/step-ratio-1thread.txt 5 1 10
-python3 $out/step-ratio-stats.py $out/step-ratio.txt $out/step-ratio-2.txt   # medians, rounds <= 1.30
+python3 $out/step-ratio-stats.py $out/step-ratio.txt $out/step-ratio-2.txt $out/step-ratio-3.txt   # medians, rounds <= 1.30
 # Per kernel, 8 alternating rounds (ab-profile-2threads.txt), and the table of issue 15 (compare.txt):
 WAIT=default THREADS=2 STEPS=8 bash bench/ab.sh profile /work/wt-base/build-nocuda build-nocuda 8 > $out/ab-profile-2threads.txt
 BUILD=build-nocuda VENV=${VENV:-/work/venv-bench} OUT=/tmp/compare bash bench/compare.sh > $out/compare.txt 2>&1
