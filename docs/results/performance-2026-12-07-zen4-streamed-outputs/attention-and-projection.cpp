@@ -1,4 +1,6 @@
-// Experiment: the attention ops alone, in the step's layout, one config per run.
+// Experiment: the attention ops alone in the step's layout, one config per run, or with the output
+// projection that reads their output after them (WITH_O=1). Arguments: op (mha, ms, hy), layout (bhtd, bthd),
+// lengths (full, spread), threads, levels.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
